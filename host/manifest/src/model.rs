@@ -1,0 +1,681 @@
+//! The typed, normalised manifest.
+//!
+//! Values here are produced only by validation: every rule has been checked and every default
+//! applied, so consumers never handle a missing port or an unknown schedule type. The serde
+//! form is the normalised manifest (field names as in the manifest, defaults filled in), used
+//! to store a version and to hand it to other components.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The single accepted `apiVersion`.
+pub const API_VERSION: &str = "platform/v2";
+
+/// A validated app manifest with defaults applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`API_VERSION`].
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    /// The app's slug, immutable across versions.
+    pub app_id: String,
+    /// Semantic version `X.Y.Z` or `X.Y.Z-pre`.
+    pub version: String,
+    /// Display name.
+    pub name: String,
+    /// Display description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Display icon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    /// Free-form category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// How the app runs.
+    pub runtime: Runtime,
+    /// Outbound network the app may reach.
+    pub network: Network,
+    /// Scopes the tenant grants on install.
+    pub required_scopes: Vec<String>,
+    /// Integration providers that must be configured for the tenant.
+    pub required_integrations: Vec<String>,
+    /// External documentation link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs_url: Option<String>,
+    /// Deprecated: first-party app whose default templates are cloned at activation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_doc_templates_from: Option<String>,
+    /// Apps this app calls.
+    pub cross_app_dependencies: Vec<CrossAppDependency>,
+    /// Tools the app serves.
+    pub tools: Vec<Tool>,
+    /// Lifecycle hooks and named schedules.
+    pub lifecycle: Lifecycle,
+    /// Orchestrator routing hints.
+    pub workflows: Vec<Workflow>,
+    /// Which agent form the manifest used.
+    pub agent_form: AgentForm,
+    /// The app's agents. The singular `agent` form becomes one agent with id `default` and
+    /// `is_default: true`; a headless app has none.
+    pub agents: Vec<Agent>,
+    /// Settings collected from the tenant at install.
+    pub install_settings: Vec<InstallSetting>,
+    /// HTTP routes the app serves.
+    pub http_routes: Vec<HttpRoute>,
+    /// Side-panel configuration.
+    pub chrome: Chrome,
+    /// Knowledge slots bound to tenant collections at activation.
+    pub rag_slots: Vec<RagSlot>,
+    /// Event names the app emits.
+    pub emits: Vec<String>,
+    /// Events the app subscribes to.
+    pub subscribes_to: Vec<Subscription>,
+}
+
+impl Manifest {
+    /// The agent that `ctx.agent.ask` reaches without an explicit agent.
+    #[must_use]
+    pub fn default_agent(&self) -> Option<&Agent> {
+        self.agents.iter().find(|a| a.is_default)
+    }
+
+    /// A tool by name.
+    #[must_use]
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// `runtime`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// OCI image reference.
+    pub image: String,
+    /// Port the container listens on (default 8080).
+    pub port: u16,
+    /// Resource limits.
+    pub resources: Resources,
+    /// Non-secret environment variables.
+    pub env: BTreeMap<String, String>,
+}
+
+/// `runtime.resources`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    /// Hard memory cap in MiB (default 256).
+    pub memory_mb: u32,
+    /// CPU share in cores (default 0.5).
+    pub cpu_cores: f64,
+}
+
+/// `network`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Network {
+    /// Hostnames the app may reach, lower-cased. `*.example.com` matches subdomains.
+    pub egress_hosts: Vec<String>,
+}
+
+/// `cross_app_dependencies[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrossAppDependency {
+    /// Slug of the target app.
+    pub app_id: String,
+    /// Documentation-only `<METHOD> <PATH>` entries, method upper-cased.
+    pub routes: Vec<String>,
+    /// One-sentence justification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `tools[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// Tool name.
+    pub name: String,
+    /// One-line description for the agent planner.
+    pub description: String,
+    /// Scopes needed to call the tool; a subset of `required_scopes`.
+    pub scopes_required: Vec<String>,
+    /// When false only the app's own handlers may call it (default true).
+    pub agent_visible: bool,
+}
+
+/// `lifecycle`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Lifecycle {
+    /// Fires on first activation.
+    pub on_install: bool,
+    /// Fires on deactivation.
+    pub on_uninstall: bool,
+    /// Subscribes to tenant inbound channel events.
+    pub on_inbound: bool,
+    /// Fires when a new user joins the tenant.
+    pub on_user_added: bool,
+    /// Named cron schedules.
+    pub schedules: Vec<Schedule>,
+}
+
+/// `lifecycle.schedules[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// Schedule name, used to register its handler.
+    pub name: String,
+    /// Standard 5-field cron expression.
+    pub cron: String,
+}
+
+/// `workflows[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workflow {
+    /// Unique slug.
+    pub id: String,
+    /// Short label.
+    pub name: String,
+    /// When the workflow applies.
+    pub intent: String,
+    /// Ordered steps.
+    pub flow: Vec<String>,
+    /// Positive cues.
+    pub triggers: Vec<String>,
+    /// Negative cues.
+    pub non_triggers: Vec<String>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specifics: Option<String>,
+    /// Tools the workflow needs.
+    pub tools_required: Vec<String>,
+    /// Channel names, or `["*"]` for all (default).
+    pub channels: Vec<String>,
+}
+
+/// Which agent block the manifest used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentForm {
+    /// No agent block: a headless app.
+    None,
+    /// The singular `agent` block.
+    Singular,
+    /// The plural `agents` list.
+    Plural,
+}
+
+/// An agent (from `agent` or `agents[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    /// Agent id (`default` for the singular form).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// System prompt.
+    pub system_prompt: String,
+    /// Allow-list of platform skills; `None` means no restriction.
+    pub allowed_skills: Option<Vec<String>>,
+    /// Allow-list of this app's tools; `None` means all.
+    pub tools_allowed: Option<Vec<String>>,
+    /// Routing target for `ctx.agent.ask` without an explicit agent.
+    pub is_default: bool,
+    /// Free text for the orchestrator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_hints: Option<String>,
+    /// Agent ids this agent may delegate to.
+    pub team: Vec<String>,
+    /// Recurring background routines.
+    pub heartbeats: Vec<Heartbeat>,
+    /// Autonomous goal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<Vision>,
+}
+
+/// `vision`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vision {
+    /// The goal.
+    pub text: String,
+    /// Up to 20 criteria.
+    pub success_criteria: Vec<String>,
+    /// Autonomy mode (default supervised).
+    pub autonomy_mode: AutonomyMode,
+    /// Goal budget (default 50, at most 500).
+    pub budget_max_goals: u32,
+    /// Spend cap in cents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_max_cost_cents: Option<u64>,
+}
+
+/// `vision.autonomy_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutonomyMode {
+    /// Pauses for user approval before major plans.
+    Supervised,
+    /// Runs without approval.
+    FullAutonomy,
+}
+
+/// `agents[].heartbeats[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// Unique per agent.
+    pub slug: String,
+    /// Pre-filter source skill, or a sentinel.
+    pub skill: String,
+    /// The skill's tool (`query` for the sentinels).
+    pub tool: String,
+    /// Free-form parameters for the pre-filter.
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// When the heartbeat runs.
+    #[serde(flatten)]
+    pub schedule: HeartbeatSchedule,
+    /// Window in which runs may happen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_hours: Option<ActiveHours>,
+    /// Fire on every tick even without pre-filter records.
+    pub invoke_always: bool,
+    /// Minimum spacing between runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_seconds: Option<u64>,
+    /// Conversation mode (default dedicated).
+    pub conversation_mode: ConversationMode,
+    /// Model tier (default cheap).
+    pub model_tier: ModelTier,
+    /// Per-tick instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+/// The heartbeat's schedule, by `schedule_type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "schedule_type", rename_all = "snake_case")]
+pub enum HeartbeatSchedule {
+    /// Every `interval_minutes`.
+    Interval {
+        /// 5 to 43200.
+        interval_minutes: u32,
+    },
+    /// Every day at a time.
+    Daily {
+        /// `HH:MM`.
+        time_of_day: TimeOfDay,
+    },
+    /// Every week on a day at a time.
+    Weekly {
+        /// `HH:MM`.
+        time_of_day: TimeOfDay,
+        /// 0 (Monday) to 6 (Sunday).
+        day_of_week: u8,
+    },
+    /// A cron expression.
+    Cron {
+        /// Standard 5-field cron expression.
+        cron_expression: String,
+    },
+}
+
+/// A wall-clock time `HH:MM` (24 h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TimeOfDay {
+    /// 0 to 23.
+    pub hour: u8,
+    /// 0 to 59.
+    pub minute: u8,
+}
+
+impl TimeOfDay {
+    /// Parses `HH:MM` (two digits each, 24 h).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<TimeOfDay> {
+        let b = text.as_bytes();
+        if b.len() != 5 || b[2] != b':' || ![b[0], b[1], b[3], b[4]].iter().all(u8::is_ascii_digit)
+        {
+            return None;
+        }
+        let hour = (b[0] - b'0') * 10 + (b[1] - b'0');
+        let minute = (b[3] - b'0') * 10 + (b[4] - b'0');
+        (hour < 24 && minute < 60).then_some(TimeOfDay { hour, minute })
+    }
+}
+
+impl fmt::Display for TimeOfDay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:02}:{:02}", self.hour, self.minute)
+    }
+}
+
+impl Serialize for TimeOfDay {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TimeOfDay {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        TimeOfDay::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a time HH:MM")))
+    }
+}
+
+/// `heartbeats[].active_hours`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActiveHours {
+    /// Window start.
+    pub start: TimeOfDay,
+    /// Window end; the window may cross midnight.
+    pub end: TimeOfDay,
+    /// IANA time-zone name, or `user` for the tenant's configured zone (default `user`).
+    pub timezone: String,
+}
+
+/// `heartbeats[].conversation_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConversationMode {
+    /// A separate thread per agent.
+    Dedicated,
+    /// A fresh single call each tick.
+    Isolated,
+    /// Posts into the user-facing conversation.
+    Main,
+}
+
+/// `heartbeats[].model_tier`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelTier {
+    /// The fast role.
+    Cheap,
+    /// The specialist role.
+    Standard,
+    /// The orchestrator role.
+    Premium,
+}
+
+/// `install_settings[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstallSetting {
+    /// Key in `ctx.config`.
+    pub id: String,
+    /// Value type.
+    #[serde(rename = "type")]
+    pub kind: SettingType,
+    /// Label in the consent form.
+    pub label: String,
+    /// Helper text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A missing required value blocks activation.
+    pub required: bool,
+    /// Default value, matching the type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
+    /// Allowed values for `select` and `select_or_custom`.
+    pub options: Vec<String>,
+    /// Lower bound for `number`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// Upper bound for `number`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// Include the value in the frontend bundle's init payload.
+    pub expose_to_bundle: bool,
+    /// Value the platform fills server-side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_default: Option<AutoDefault>,
+}
+
+/// `install_settings[].type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettingType {
+    /// One-line text.
+    String,
+    /// Multi-line text.
+    Text,
+    /// A number.
+    Number,
+    /// A boolean.
+    Boolean,
+    /// One of `options`.
+    Select,
+    /// One of `options` or free text.
+    SelectOrCustom,
+    /// A project of the tenant.
+    ProjectPicker,
+    /// A secret value.
+    Secret,
+}
+
+impl SettingType {
+    /// All values, in manifest spelling.
+    pub const ALL: [&'static str; 8] = [
+        "string",
+        "text",
+        "number",
+        "boolean",
+        "select",
+        "select_or_custom",
+        "project_picker",
+        "secret",
+    ];
+}
+
+/// `install_settings[].auto_default`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoDefault {
+    /// User id of the activating user.
+    ActivatorUserId,
+    /// Primary address of the connected mail provider.
+    MailPrimaryEmail,
+}
+
+/// `http_routes[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HttpRoute {
+    /// Path template.
+    pub path: String,
+    /// Method, upper case.
+    pub method: Method,
+    /// Reachable without a tenant session (GET only).
+    pub public: bool,
+}
+
+/// HTTP methods allowed for routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    /// GET.
+    Get,
+    /// POST.
+    Post,
+    /// PUT.
+    Put,
+    /// DELETE.
+    Delete,
+    /// PATCH.
+    Patch,
+}
+
+impl Method {
+    /// Parses a method case-insensitively.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Method> {
+        match text.to_ascii_uppercase().as_str() {
+            "GET" => Some(Method::Get),
+            "POST" => Some(Method::Post),
+            "PUT" => Some(Method::Put),
+            "DELETE" => Some(Method::Delete),
+            "PATCH" => Some(Method::Patch),
+            _ => None,
+        }
+    }
+
+    /// Upper-case name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+            Method::Patch => "PATCH",
+        }
+    }
+}
+
+/// `chrome`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Chrome {
+    /// The side panel.
+    pub panel: Panel,
+}
+
+/// `chrome.panel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Panel {
+    /// Must be true to render the panel (default false).
+    pub enabled: bool,
+    /// Initially active tab (default: the first tab).
+    pub default_tab: String,
+    /// Width in pixels (default 400).
+    pub width: u32,
+    /// Tabs (default `["chat"]`).
+    pub tabs: Vec<Tab>,
+}
+
+impl Default for Panel {
+    fn default() -> Self {
+        Panel {
+            enabled: false,
+            default_tab: "chat".to_owned(),
+            width: 400,
+            tabs: vec![Tab::Builtin(BuiltinTab::Chat)],
+        }
+    }
+}
+
+/// A panel tab: a built-in name or a custom tab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Tab {
+    /// `chat`, `settings` or `files`.
+    Builtin(BuiltinTab),
+    /// A custom tab served from the bundle.
+    Custom(CustomTab),
+}
+
+impl Tab {
+    /// The tab's id (the built-in name for built-in tabs).
+    #[must_use]
+    pub fn id(&self) -> &str {
+        match self {
+            Tab::Builtin(b) => b.as_str(),
+            Tab::Custom(c) => &c.id,
+        }
+    }
+}
+
+/// Built-in tabs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BuiltinTab {
+    /// The chat tab.
+    Chat,
+    /// The settings tab.
+    Settings,
+    /// The files tab.
+    Files,
+}
+
+impl BuiltinTab {
+    /// Parses a built-in tab name.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<BuiltinTab> {
+        match text {
+            "chat" => Some(BuiltinTab::Chat),
+            "settings" => Some(BuiltinTab::Settings),
+            "files" => Some(BuiltinTab::Files),
+            _ => None,
+        }
+    }
+
+    /// Manifest spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuiltinTab::Chat => "chat",
+            BuiltinTab::Settings => "settings",
+            BuiltinTab::Files => "files",
+        }
+    }
+}
+
+/// A custom panel tab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomTab {
+    /// Unique slug.
+    pub id: String,
+    /// Label, at most 40 chars.
+    pub label: String,
+    /// Icon name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    /// Path under the bundle URL (default `/panel/<id>.html`).
+    pub path: String,
+}
+
+/// `rag_slots[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RagSlot {
+    /// Unique name.
+    pub name: String,
+    /// Text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// An unbound required slot blocks activation.
+    pub required: bool,
+    /// Access (default read).
+    pub scope: RagScope,
+    /// Tags suggested for binding.
+    pub suggested_tags: Vec<String>,
+}
+
+/// `rag_slots[].scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RagScope {
+    /// Read only.
+    Read,
+    /// Read and write.
+    ReadWrite,
+}
+
+/// `subscribes_to[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Subscription {
+    /// App slug of the emitter.
+    pub emitter_app: String,
+    /// Event name.
+    pub event_name: String,
+    /// What receives the event.
+    pub target: SubscriptionTarget,
+}
+
+/// The receiver of a subscribed event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubscriptionTarget {
+    /// The agent is invoked.
+    Agent(String),
+    /// The heartbeat `slug` of agent `agent` is woken.
+    Heartbeat {
+        /// Owning agent id.
+        agent: String,
+        /// Heartbeat slug.
+        slug: String,
+    },
+}
