@@ -332,7 +332,7 @@ impl<'n> Obj<'n> {
             if key.name == "<<" {
                 message.push_str("; YAML merge keys are not supported");
             }
-            message.push_str(&format!(" Allowed fields here: {}", allowed.join(", ")));
+            message.push_str(&format!(". Allowed fields here: {}", allowed.join(", ")));
             cx.error(
                 &self.path.field(&key.name),
                 key.pos,

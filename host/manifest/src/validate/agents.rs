@@ -95,11 +95,12 @@ fn plural_agents(
             format!("exactly one agent must have `is_default: true` ({found} it)"),
         );
     }
-    let ids: Vec<String> = read
-        .iter()
-        .map(|a| a.agent.id.clone())
-        .filter(|id| !id.is_empty())
-        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    for a in &read {
+        if !a.agent.id.is_empty() && !ids.contains(&a.agent.id) {
+            ids.push(a.agent.id.clone());
+        }
+    }
     for (i, a) in read.iter().enumerate() {
         let agent_path = path.index(i);
         let Some(team_node) = a.team else { continue };

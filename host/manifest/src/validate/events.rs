@@ -39,7 +39,12 @@ pub(super) fn subscribes_to(
     form: AgentForm,
     agents: &[Agent],
 ) -> Vec<Subscription> {
-    let agent_ids: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
+    let mut agent_ids: Vec<&str> = Vec::new();
+    for agent in agents {
+        if !agent_ids.contains(&agent.id.as_str()) {
+            agent_ids.push(&agent.id);
+        }
+    }
     let read = each(cx, parent, "subscribes_to", None, |cx, mut obj| {
         let emitter = obj
             .req_string(cx, "emitter_app", "the slug of the emitting app")
