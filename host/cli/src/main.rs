@@ -7,7 +7,7 @@ mod lint;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Atrium: a WebAssembly host for apps.
 #[derive(Debug, Parser)]
@@ -29,26 +29,33 @@ enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(err) => {
-            use clap::error::ErrorKind;
-            let code = match err.kind() {
-                ErrorKind::DisplayHelp
-                | ErrorKind::DisplayVersion
-                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                        1
-                    } else {
-                        0
-                    }
-                }
-                // Bad command-line input is exit code 1, as for every other bad input.
-                _ => 1,
-            };
-            let _ = err.print();
-            return ExitCode::from(code);
-        }
+        Err(err) => return usage_error(&err),
     };
     match cli.command {
         Command::Lint(args) => lint::run(&args),
     }
+}
+
+/// Prints clap's message; help and version exit 0, every usage mistake exits 1 (the CLI's
+/// code for bad input) and names the usage of the command that was meant.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let _ = err.print();
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        return ExitCode::SUCCESS;
+    }
+    let rendered = err.render().to_string();
+    if !rendered.contains("Usage:") {
+        let mut command = Cli::command();
+        command.build();
+        let sub = std::env::args()
+            .nth(1)
+            .and_then(|name| command.find_subcommand_mut(&name).map(|c| c.render_usage()));
+        let usage = sub.unwrap_or_else(|| command.render_usage());
+        eprintln!("\n{usage}");
+    }
+    ExitCode::from(1)
 }

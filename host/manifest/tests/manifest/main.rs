@@ -14,6 +14,7 @@ mod settings;
 mod surface;
 mod tools;
 mod top;
+mod wasm;
 
 use atrium_manifest::{Code, Format, Manifest, Severity, Validation};
 use serde_json::{Value, json};

@@ -1,0 +1,178 @@
+//! The `atrium` binary, run as a user would: exit codes and output of `atrium lint`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const MINIMAL: &str = "apiVersion: platform/v2\napp_id: demo-app\nversion: 1.0.0\nname: Demo\nruntime:\n  image: ghcr.io/acme/demo:1.0.0\n";
+
+fn atrium(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_atrium"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run atrium")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn project(manifest: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("atrium.app.yaml"), manifest).expect("write");
+    dir
+}
+
+#[test]
+fn valid_manifest_in_the_current_directory_passes() {
+    let dir = project(MINIMAL);
+    let out = atrium(dir.path(), &["lint"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("lint passed: 0 errors, 0 warnings"));
+}
+
+#[test]
+fn warnings_still_pass() {
+    let dir = project(&format!("{MINIMAL}seed_doc_templates_from: old-app\n"));
+    let out = atrium(dir.path(), &["lint"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("atrium.app.yaml:7:26: warning[deprecated] seed_doc_templates_from:"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn errors_exit_1_with_path_message_and_line() {
+    let dir = project(&MINIMAL.replace("demo-app", "Demo App"));
+    let out = atrium(dir.path(), &["lint"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "atrium.app.yaml:2:9: error[pattern] app_id: `Demo App` is not a valid app slug"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("lint failed: 1 error, 0 warnings"), "{text}");
+}
+
+#[test]
+fn json_output_is_an_array_of_problems() {
+    let dir = project(&format!("{MINIMAL}emits: [a, a]\ncolour: red\n"));
+    let out = atrium(dir.path(), &["lint", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let problems: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let list = problems.as_array().expect("array");
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["path"], "emits[1]");
+    assert_eq!(list[0]["code"], "duplicate");
+    assert_eq!(list[0]["severity"], "error");
+    assert_eq!(list[0]["line"], 7);
+    assert_eq!(list[0]["column"], 12);
+    assert_eq!(list[0]["file"], "atrium.app.yaml");
+    assert_eq!(list[1]["code"], "unknown_field");
+    let dir = project(MINIMAL);
+    let out = atrium(dir.path(), &["lint", "--json"]);
+    assert_eq!((out.status.code(), stdout(&out).trim()), (Some(0), "[]"));
+}
+
+#[test]
+fn manifest_flag_and_json_manifests() {
+    let dir = project(MINIMAL);
+    std::fs::write(dir.path().join("app.json"), r#"{"apiVersion":"platform/v2","app_id":"demo-app","version":"1.0.0","name":"D","runtime":{"image":"acme/d","port":1}}"#).expect("write");
+    let out = atrium(dir.path(), &["lint", "--manifest", "app.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("app.json:1:"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("runtime.port"));
+}
+
+#[test]
+fn missing_or_unreadable_manifest_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = atrium(dir.path(), &["lint"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read atrium.app.yaml"));
+    std::fs::create_dir(dir.path().join("adir")).expect("mkdir");
+    assert_eq!(
+        atrium(dir.path(), &["lint", "--manifest", "adir"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn non_utf8_manifest_is_a_problem_not_a_crash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("atrium.app.yaml"), [0xff, 0xfe, 0x00, 0x41]).expect("write");
+    let out = atrium(dir.path(), &["lint"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("not UTF-8"));
+}
+
+#[test]
+fn bad_command_line_exits_1_with_usage() {
+    let dir = project(MINIMAL);
+    for args in [
+        &["lint", "--bogus"][..],
+        &["frobnicate"],
+        &[],
+        &["lint", "--manifest"],
+    ] {
+        let out = atrium(dir.path(), args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Usage"),
+            "{args:?}"
+        );
+    }
+    assert_eq!(
+        atrium(dir.path(), &["lint", "--help"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(atrium(dir.path(), &["--version"]).status.code(), Some(0));
+}
+
+#[test]
+fn templates_and_docs_beside_the_manifest_are_checked() {
+    let dir = project(MINIMAL);
+    let templates = dir.path().join("defaults/templates");
+    std::fs::create_dir_all(&templates).expect("mkdir");
+    std::fs::write(
+        templates.join("a.json"),
+        r#"{"slug":"letter","name":"Letter"}"#,
+    )
+    .expect("write");
+    std::fs::write(
+        templates.join("b.json"),
+        r#"{"slug":"letter","name":"Again"}"#,
+    )
+    .expect("write");
+    std::fs::write(templates.join("c.json"), r#"{"slug":"Bad","name":"x"}"#).expect("write");
+    let docs = dir.path().join("app_docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    std::fs::write(docs.join("big.md"), vec![b'x'; 600_000]).expect("write");
+    let out = atrium(dir.path(), &["lint", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let problems: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+    let has = |file_end: &str, code: &str| {
+        problems
+            .iter()
+            .any(|p| p["file"].as_str().is_some_and(|f| f.ends_with(file_end)) && p["code"] == code)
+    };
+    assert!(has("c.json", "pattern"), "{problems:?}");
+    assert!(has("b.json", "duplicate"), "{problems:?}");
+    assert!(has("app_docs", "input_limit"), "{problems:?}");
+    assert!(has("app_docs", "required"), "{problems:?}");
+}
+
+#[test]
+fn example_manifests_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for example in ["minimal", "invoices"] {
+        let out = atrium(&root.join(example), &["lint"]);
+        assert_eq!(out.status.code(), Some(0), "{example}: {}", stdout(&out));
+    }
+}
