@@ -1,5 +1,7 @@
 //! The `atrium` binary, run as a user would: exit codes and output of `atrium lint`.
 
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
 use std::path::Path;
 use std::process::{Command, Output};
 
