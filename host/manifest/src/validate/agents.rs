@@ -1,10 +1,10 @@
 //! `agent` (singular) and `agents[]` (plural), with team and vision.
 
 use super::heartbeat;
-use super::tools::{each, quiet_strings, unique_by};
+use super::tools::{KeyAt, each, quiet_strings, unique_keys};
 use super::{Declared, names};
 use crate::model::{Agent, AgentForm, AutonomyMode, Vision};
-use crate::problem::{Code, Path};
+use crate::problem::Code;
 use crate::read::{Cx, Obj};
 use crate::rules;
 use crate::tree::Node;
@@ -75,12 +75,7 @@ fn plural_agents(
         Some((MAX_AGENTS, "agents")),
         |cx, obj| agent(cx, obj, declared, true),
     );
-    unique_by(
-        cx,
-        &read,
-        |a| a.key.as_ref().map(|(v, p, n)| (v.as_str(), p, *n)),
-        "agent id",
-    );
+    unique_keys(cx, read.iter().map(|a| a.key.as_ref()), "agent id");
     let defaults = read.iter().filter(|a| a.agent.is_default).count();
     if defaults != 1 && cx.list(&path, node).is_some() {
         let found = if defaults == 0 {
@@ -131,7 +126,7 @@ fn plural_agents(
 
 struct ReadAgent<'n> {
     agent: Agent,
-    key: Option<(String, Path, &'n Node)>,
+    key: Option<KeyAt<'n>>,
     team: Option<&'n Node>,
 }
 

@@ -1,6 +1,6 @@
 //! `agents[].heartbeats[]`: recurring background routines.
 
-use super::tools::{Located, cron_rule, each, unique_by};
+use super::tools::{Located, cron_rule, each, unique_keys};
 use crate::model::{
     ActiveHours, ConversationMode, Heartbeat, HeartbeatSchedule, ModelTier, TimeOfDay,
 };
@@ -40,10 +40,9 @@ const SCHEDULE_FIELDS: [(&str, &[&str]); 4] = [
 
 pub(super) fn heartbeats(cx: &mut Cx, agent: &mut Obj<'_>) -> Vec<Heartbeat> {
     let read = each(cx, agent, "heartbeats", None, heartbeat);
-    unique_by(
+    unique_keys(
         cx,
-        &read,
-        |h| h.key.as_ref().map(|(v, p, n)| (v.as_str(), p, *n)),
+        read.iter().map(|h| h.key.as_ref()),
         "heartbeat slug (in this agent)",
     );
     read.into_iter().map(|h| h.value).collect()

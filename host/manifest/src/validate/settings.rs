@@ -1,7 +1,7 @@
 //! `install_settings[]`: values collected from the tenant at install.
 
 use super::Declared;
-use super::tools::{Located, each, unique_by};
+use super::tools::{Located, each, unique_keys};
 use crate::model::{AutoDefault, InstallSetting, SettingType};
 use crate::problem::Code;
 use crate::read::{Cx, Obj};
@@ -44,10 +44,9 @@ pub(super) fn install_settings(
     let read = each(cx, parent, "install_settings", None, |cx, obj| {
         setting(cx, obj, declared)
     });
-    unique_by(
+    unique_keys(
         cx,
-        &read,
-        |s| s.key.as_ref().map(|(v, p, n)| (v.as_str(), p, *n)),
+        read.iter().map(|s| s.key.as_ref()),
         "install setting id",
     );
     read.into_iter().map(|s| s.value).collect()

@@ -1,6 +1,6 @@
 //! `http_routes`, `chrome` and `rag_slots`.
 
-use super::tools::{Located, each, unique_by};
+use super::tools::{Located, each, unique_keys};
 use crate::model::{
     BuiltinTab, Chrome, CustomTab, HttpRoute, Method, Panel, RagScope, RagSlot, Tab,
 };
@@ -382,12 +382,7 @@ pub(super) fn rag_slots(cx: &mut Cx, parent: &mut Obj<'_>) -> Vec<RagSlot> {
             Located { value: slot, key }
         },
     );
-    unique_by(
-        cx,
-        &read,
-        |s| s.key.as_ref().map(|(v, p, n)| (v.as_str(), p, *n)),
-        "rag slot",
-    );
+    unique_keys(cx, read.iter().map(|s| s.key.as_ref()), "rag slot");
     read.into_iter().map(|s| s.value).collect()
 }
 

@@ -38,30 +38,29 @@ pub(super) fn each<'n, T>(
         .collect()
 }
 
-/// Reports entries whose key (`name`, `id`, ...) repeats an earlier entry's.
-pub(super) fn unique_by<T>(
+/// A declared key (name, id, slug) with where it was written.
+pub(super) type KeyAt<'n> = (String, Path, &'n Node);
+
+/// Reports every key that repeats an earlier one as `duplicate`.
+pub(super) fn unique_keys<'a, 'n: 'a>(
     cx: &mut Cx,
-    items: &[T],
-    key: impl Fn(&T) -> Option<(&str, &Path, &Node)>,
+    keys: impl IntoIterator<Item = Option<&'a KeyAt<'n>>>,
     what: &str,
 ) {
-    for (i, item) in items.iter().enumerate() {
-        let Some((value, path, node)) = key(item) else {
-            continue;
-        };
+    let mut seen: Vec<&str> = Vec::new();
+    for (value, path, node) in keys.into_iter().flatten() {
         if value.is_empty() {
             continue;
         }
-        if items[..i]
-            .iter()
-            .any(|earlier| key(earlier).is_some_and(|(v, _, _)| v == value))
-        {
+        if seen.contains(&value.as_str()) {
             cx.error(
                 path,
                 node.pos,
                 Code::Duplicate,
                 format!("{what} `{value}` is declared more than once"),
             );
+        } else {
+            seen.push(value);
         }
     }
 }
@@ -69,7 +68,7 @@ pub(super) fn unique_by<T>(
 /// A read value together with where it was written, for later cross-checks.
 pub(super) struct Located<'n, T> {
     pub(super) value: T,
-    pub(super) key: Option<(String, Path, &'n Node)>,
+    pub(super) key: Option<KeyAt<'n>>,
 }
 
 pub(super) fn tools(cx: &mut Cx, parent: &mut Obj<'_>, declared: &mut Declared) -> Vec<Tool> {
@@ -139,12 +138,7 @@ pub(super) fn tools(cx: &mut Cx, parent: &mut Obj<'_>, declared: &mut Declared) 
         );
         Located { value: tool, key }
     });
-    unique_by(
-        cx,
-        &read,
-        |t| t.key.as_ref().map(|(v, p, n)| (v.as_str(), p, *n)),
-        "tool",
-    );
+    unique_keys(cx, read.iter().map(|t| t.key.as_ref()), "tool");
     declared.tools = read
         .iter()
         .filter(|t| !t.value.name.is_empty())
@@ -196,12 +190,7 @@ pub(super) fn cross_app_dependencies(
         obj.finish(cx, &["app_id", "routes", "reason"]);
         Located { value: dep, key }
     });
-    unique_by(
-        cx,
-        &read,
-        |d| d.key.as_ref().map(|(v, p, n)| (v.as_str(), p, *n)),
-        "dependency on app",
-    );
+    unique_keys(cx, read.iter().map(|d| d.key.as_ref()), "dependency on app");
     read.into_iter().map(|d| d.value).collect()
 }
 
@@ -250,12 +239,7 @@ pub(super) fn lifecycle(cx: &mut Cx, parent: &mut Obj<'_>) -> Lifecycle {
             key,
         }
     });
-    unique_by(
-        cx,
-        &read,
-        |s| s.key.as_ref().map(|(v, p, n)| (v.as_str(), p, *n)),
-        "schedule",
-    );
+    unique_keys(cx, read.iter().map(|s| s.key.as_ref()), "schedule");
     lifecycle.schedules = read.into_iter().map(|s| s.value).collect();
     obj.finish(
         cx,
@@ -407,12 +391,7 @@ pub(super) fn workflows(cx: &mut Cx, parent: &mut Obj<'_>, declared: &Declared) 
             Located { value: wf, key }
         },
     );
-    unique_by(
-        cx,
-        &read,
-        |w| w.key.as_ref().map(|(v, p, n)| (v.as_str(), p, *n)),
-        "workflow id",
-    );
+    unique_keys(cx, read.iter().map(|w| w.key.as_ref()), "workflow id");
     read.into_iter().map(|w| w.value).collect()
 }
 
