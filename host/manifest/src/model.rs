@@ -655,7 +655,7 @@ pub enum RagScope {
 }
 
 /// `subscribes_to[]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Subscription {
     /// App slug of the emitter.
     pub emitter_app: String,
@@ -666,7 +666,7 @@ pub struct Subscription {
 }
 
 /// The receiver of a subscribed event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SubscriptionTarget {
     /// The agent is invoked.

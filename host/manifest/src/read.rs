@@ -181,8 +181,9 @@ impl Cx {
 
     /// Reports each repeated value of a list of strings as `duplicate`.
     pub(crate) fn no_duplicates(&mut self, entries: &[(Path, &Node, &str)], what: &str) {
-        for (i, (path, node, value)) in entries.iter().enumerate() {
-            if entries[..i].iter().any(|(_, _, earlier)| earlier == value) {
+        let mut seen = std::collections::HashSet::with_capacity(entries.len());
+        for (path, node, value) in entries {
+            if !seen.insert(*value) {
                 self.error(
                     path,
                     node.pos,
@@ -223,6 +224,18 @@ impl Cx {
             true
         }
     }
+}
+
+/// Names for a message: all of them when few, else the first ten and how many more, so a
+/// message never grows with the size of a hostile list.
+pub(crate) fn listing<S: AsRef<str>>(names: &[S]) -> String {
+    const SHOWN: usize = 10;
+    let shown: Vec<&str> = names.iter().take(SHOWN).map(AsRef::as_ref).collect();
+    let mut out = shown.join(", ");
+    if names.len() > SHOWN {
+        out.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    out
 }
 
 /// A mapping being read field by field; [`Obj::finish`] reports the fields nobody asked for.
@@ -345,6 +358,9 @@ impl<'n> Obj<'n> {
 
 /// The allowed name closest to `name`, when it is close enough to be a likely typo.
 fn closest<'a>(name: &str, allowed: &[&'a str]) -> Option<&'a str> {
+    if name.len() > 64 {
+        return None;
+    }
     let name = name.to_ascii_lowercase();
     allowed
         .iter()

@@ -83,6 +83,7 @@ fn read_template(cx: &mut Cx, root: &tree::Node) -> Option<DocTemplate> {
     t.description = obj.opt_string(cx, "description").map(|(_, d)| d.to_owned());
     if let Some(node) = obj.get("sections") {
         let path = obj.at("sections");
+        let mut section_ids = std::collections::HashSet::new();
         for (i, item) in cx.list(&path, node).unwrap_or_default().iter().enumerate() {
             let Some(mut s) = Obj::new(cx, path.index(i), item) else {
                 continue;
@@ -91,7 +92,7 @@ fn read_template(cx: &mut Cx, root: &tree::Node) -> Option<DocTemplate> {
             let id = s.req_string(cx, "id", "the section id");
             let content = s.req_string(cx, "content", "the section content");
             if let Some((n, id)) = id
-                && t.sections.iter().any(|x| x.id == id)
+                && !section_ids.insert(id)
             {
                 cx.error(
                     &s.at("id"),
@@ -129,15 +130,15 @@ fn read_template(cx: &mut Cx, root: &tree::Node) -> Option<DocTemplate> {
 #[must_use]
 pub fn duplicate_slugs(templates: &[(String, DocTemplate)]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (i, (file, t)) in templates.iter().enumerate() {
-        if let Some((first, _)) = templates[..i]
-            .iter()
-            .find(|(_, other)| other.slug == t.slug)
-        {
+    let mut first_file: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for (file, t) in templates {
+        if let Some(first) = first_file.get(t.slug.as_str()).copied() {
             out.push((
                 file.clone(),
                 format!("slug `{}` is already used by {first}", t.slug),
             ));
+        } else {
+            first_file.insert(&t.slug, file);
         }
     }
     out

@@ -145,6 +145,8 @@ enum Frame {
         pos: Pos,
         anchor: usize,
         path: Path,
+        /// First line of each key, to find duplicates without a quadratic scan.
+        lines: HashMap<String, u32>,
     },
 }
 
@@ -213,11 +215,11 @@ impl YamlBuilder<'_> {
                 entries,
                 pending_key,
                 path,
+                lines,
                 ..
             }) => match pending_key.take() {
                 Some(key) => {
-                    if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == key.name) {
-                        let line = first.pos.line;
+                    if let Some(&line) = lines.get(&key.name) {
                         self.problems.error(
                             &path.field(&key.name),
                             Some(key.pos),
@@ -228,6 +230,7 @@ impl YamlBuilder<'_> {
                             ),
                         );
                     } else {
+                        lines.insert(key.name.clone(), key.pos.line);
                         entries.push((key, node));
                     }
                 }
@@ -354,6 +357,7 @@ impl YamlBuilder<'_> {
                         pos,
                         anchor,
                         path: self.current_path(),
+                        lines: HashMap::new(),
                     }
                 };
                 self.stack.push(frame);
@@ -545,16 +549,43 @@ fn resolve_float(t: &str) -> Option<f64> {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
-/// Line and column (both 1-based, column in characters) of byte offset `at`.
-fn pos_at(text: &str, at: usize) -> Pos {
-    let at = at.min(text.len());
-    let before = text.get(..at).unwrap_or(text);
-    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
-    Pos {
-        line: u32::try_from(line).unwrap_or(u32::MAX),
-        column: u32::try_from(column).unwrap_or(u32::MAX),
+/// Turns byte offsets into 1-based line and column (in characters) in O(log n), so that
+/// positioning every value of a large single-line document stays linear overall.
+struct LineIndex {
+    line_starts: Vec<usize>,
+    /// Characters before each byte offset.
+    chars_before: Vec<u32>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let mut line_starts = vec![0];
+        let mut chars_before = Vec::with_capacity(text.len() + 1);
+        let mut chars = 0u32;
+        for (i, b) in text.bytes().enumerate() {
+            chars_before.push(chars);
+            if b & 0xC0 != 0x80 {
+                chars += 1;
+            }
+            if b == b'\n' {
+                line_starts.push(i + 1);
+            }
+        }
+        chars_before.push(chars);
+        LineIndex {
+            line_starts,
+            chars_before,
+        }
+    }
+
+    fn pos(&self, at: usize) -> Pos {
+        let at = at.min(self.chars_before.len() - 1);
+        let line = self.line_starts.partition_point(|&start| start <= at);
+        let start = self.line_starts[line.saturating_sub(1)];
+        Pos {
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            column: self.chars_before[at] - self.chars_before[start] + 1,
+        }
     }
 }
 
@@ -615,7 +646,7 @@ fn read_json(text: &str, problems: &mut Problems) -> Option<Node> {
     ) {
         Ok(parsed) => parsed,
         Err(err) => {
-            let pos = pos_at(text, err.range().start);
+            let pos = LineIndex::new(text).pos(err.range().start);
             problems.error(
                 &root,
                 Some(pos),
@@ -635,7 +666,7 @@ fn read_json(text: &str, problems: &mut Problems) -> Option<Node> {
         return None;
     };
     let mut nodes = 0usize;
-    let node = convert_json(text, &value, &root, problems, &mut nodes);
+    let node = convert_json(&LineIndex::new(text), &value, &root, problems, &mut nodes);
     if nodes > MAX_NODES {
         problems.error(
             &root,
@@ -649,7 +680,7 @@ fn read_json(text: &str, problems: &mut Problems) -> Option<Node> {
 }
 
 fn convert_json(
-    text: &str,
+    index: &LineIndex,
     value: &jsonc_parser::ast::Value<'_>,
     path: &Path,
     problems: &mut Problems,
@@ -658,7 +689,7 @@ fn convert_json(
     use jsonc_parser::ast::{ObjectPropName, Value as J};
     use jsonc_parser::common::Ranged;
     *nodes += 1;
-    let pos = pos_at(text, value.range().start);
+    let pos = index.pos(value.range().start);
     let value = match value {
         J::NullKeyword(_) => Value::Null,
         J::BooleanLit(b) => Value::Bool(b.value),
@@ -674,11 +705,12 @@ fn convert_json(
             a.elements
                 .iter()
                 .enumerate()
-                .map(|(i, v)| convert_json(text, v, &path.index(i), problems, nodes))
+                .map(|(i, v)| convert_json(index, v, &path.index(i), problems, nodes))
                 .collect(),
         ),
         J::Object(o) => {
             let mut entries: Vec<(Key, Node)> = Vec::with_capacity(o.properties.len());
+            let mut lines: HashMap<String, u32> = HashMap::new();
             for prop in &o.properties {
                 let name = match &prop.name {
                     ObjectPropName::String(s) => s.value.to_string(),
@@ -686,22 +718,23 @@ fn convert_json(
                 };
                 let key = Key {
                     name,
-                    pos: pos_at(text, prop.name.range().start),
+                    pos: index.pos(prop.name.range().start),
                 };
                 let child_path = path.field(&key.name);
-                if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == key.name) {
+                if let Some(&first_line) = lines.get(&key.name) {
                     problems.error(
                         &child_path,
                         Some(key.pos),
                         Code::DuplicateKey,
                         format!(
                             "key `{}` appears twice in this object (first on line {})",
-                            key.name, first.pos.line
+                            key.name, first_line
                         ),
                     );
                     continue;
                 }
-                let node = convert_json(text, &prop.value, &child_path, problems, nodes);
+                lines.insert(key.name.clone(), key.pos.line);
+                let node = convert_json(index, &prop.value, &child_path, problems, nodes);
                 entries.push((key, node));
             }
             Value::Map(entries)

@@ -1,11 +1,13 @@
 //! `agent` (singular) and `agents[]` (plural), with team and vision.
 
+use std::collections::HashSet;
+
 use super::heartbeat;
 use super::tools::{KeyAt, each, quiet_strings, unique_keys};
 use super::{Declared, names};
 use crate::model::{Agent, AgentForm, AutonomyMode, Vision};
 use crate::problem::Code;
-use crate::read::{Cx, Obj};
+use crate::read::{Cx, Obj, listing};
 use crate::rules;
 use crate::tree::Node;
 
@@ -90,12 +92,12 @@ fn plural_agents(
             format!("exactly one agent must have `is_default: true` ({found} it)"),
         );
     }
-    let mut ids: Vec<String> = Vec::new();
-    for a in &read {
-        if !a.agent.id.is_empty() && !ids.contains(&a.agent.id) {
-            ids.push(a.agent.id.clone());
-        }
-    }
+    let mut id_set: HashSet<&str> = HashSet::new();
+    let ids: Vec<&str> = read
+        .iter()
+        .map(|a| a.agent.id.as_str())
+        .filter(|id| !id.is_empty() && id_set.insert(id))
+        .collect();
     for (i, a) in read.iter().enumerate() {
         let agent_path = path.index(i);
         let Some(team_node) = a.team else { continue };
@@ -108,14 +110,14 @@ fn plural_agents(
                     Code::SelfReference,
                     format!("agent `{member}` cannot list itself in its team"),
                 );
-            } else if !ids.iter().any(|id| id == member) {
+            } else if !id_set.contains(member) {
                 cx.error(
                     &p,
                     n.pos,
                     Code::UndeclaredReference,
                     format!(
                         "team member `{member}` is not a declared agent (declared: {})",
-                        ids.join(", ")
+                        listing(&ids)
                     ),
                 );
             }
@@ -191,12 +193,13 @@ fn agent<'n>(cx: &mut Cx, mut obj: Obj<'n>, declared: &Declared, plural: bool) -
             rules::is_tool_name,
             "lowercase letters, digits and underscores",
         );
+        let tool_set = declared.tool_set();
         for (p, n, tool) in quiet_strings(&path, node) {
-            if !declared.tools.iter().any(|t| t == tool) {
+            if !tool_set.contains(tool) {
                 let list = if declared.tools.is_empty() {
                     "the manifest declares no tools".to_owned()
                 } else {
-                    format!("declared: {}", declared.tools.join(", "))
+                    format!("declared: {}", listing(&declared.tools))
                 };
                 cx.error(
                     &p,

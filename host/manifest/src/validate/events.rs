@@ -1,10 +1,12 @@
 //! `emits` and `subscribes_to`.
 
+use std::collections::{HashMap, HashSet};
+
 use super::app_slug;
 use super::tools::each;
 use crate::model::{Agent, AgentForm, Subscription, SubscriptionTarget};
 use crate::problem::Code;
-use crate::read::{Cx, Obj};
+use crate::read::{Cx, Obj, listing};
 use crate::rules;
 
 /// Longest event name.
@@ -39,10 +41,20 @@ pub(super) fn subscribes_to(
     form: AgentForm,
     agents: &[Agent],
 ) -> Vec<Subscription> {
-    let mut agent_ids: Vec<&str> = Vec::new();
+    let mut id_set: HashSet<&str> = HashSet::new();
+    let agent_ids: Vec<&str> = agents
+        .iter()
+        .map(|a| a.id.as_str())
+        .filter(|id| id_set.insert(id))
+        .collect();
+    // Heartbeat slug -> the agents that declare it.
+    let mut heartbeat_owners: HashMap<&str, Vec<&str>> = HashMap::new();
     for agent in agents {
-        if !agent_ids.contains(&agent.id.as_str()) {
-            agent_ids.push(&agent.id);
+        for heartbeat in &agent.heartbeats {
+            let owners = heartbeat_owners.entry(heartbeat.slug.as_str()).or_default();
+            if !owners.contains(&agent.id.as_str()) {
+                owners.push(&agent.id);
+            }
         }
     }
     let read = each(cx, parent, "subscribes_to", None, |cx, mut obj| {
@@ -97,7 +109,7 @@ pub(super) fn subscribes_to(
                     let declared = match form {
                         AgentForm::None => "the app declares no agent".to_owned(),
                         AgentForm::Singular => "the singular agent's id is `default`".to_owned(),
-                        AgentForm::Plural => format!("declared: {}", agent_ids.join(", ")),
+                        AgentForm::Plural => format!("declared: {}", listing(&agent_ids)),
                     };
                     cx.error(
                         &obj.at("target_agent"),
@@ -114,21 +126,24 @@ pub(super) fn subscribes_to(
                     Some((a, s)) => (Some(a), s),
                     None => (None, reference),
                 };
-                let owners: Vec<&str> = agents
-                    .iter()
-                    .filter(|a| agent_filter.is_none_or(|f| f == a.id))
-                    .filter(|a| a.heartbeats.iter().any(|h| h.slug == slug))
-                    .map(|a| a.id.as_str())
-                    .collect();
+                let owners: Vec<&str> = heartbeat_owners
+                    .get(slug)
+                    .map(|all| {
+                        all.iter()
+                            .copied()
+                            .filter(|a| agent_filter.is_none_or(|f| f == *a))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 let path = obj.at("target_heartbeat");
                 match owners.as_slice() {
                     [owner] => target = Some(SubscriptionTarget::Heartbeat { agent: (*owner).to_owned(), slug: slug.to_owned() }),
                     [] => {
                         let all: Vec<String> = agents.iter().flat_map(|a| a.heartbeats.iter().map(move |h| format!("{}:{}", a.id, h.slug))).collect();
-                        let declared = if all.is_empty() { "no agent declares a heartbeat".to_owned() } else { format!("declared: {}", all.join(", ")) };
+                        let declared = if all.is_empty() { "no agent declares a heartbeat".to_owned() } else { format!("declared: {}", listing(&all)) };
                         cx.error(&path, node.pos, Code::UndeclaredReference, format!("heartbeat `{reference}` is not declared by any agent ({declared})"));
                     }
-                    many => cx.error(&path, node.pos, Code::UndeclaredReference, format!("heartbeat `{slug}` is declared by several agents ({}); write `<agent>:{slug}`", many.join(", "))),
+                    many => cx.error(&path, node.pos, Code::UndeclaredReference, format!("heartbeat `{slug}` is declared by several agents ({}); write `<agent>:{slug}`", listing(many))),
                 }
             }
         }
@@ -153,9 +168,10 @@ pub(super) fn subscribes_to(
         (sub, path, pos)
     });
     let mut out: Vec<Subscription> = Vec::new();
+    let mut seen: HashSet<Subscription> = HashSet::new();
     for (sub, path, pos) in read {
         let Some(sub) = sub else { continue };
-        if out.contains(&sub) {
+        if !seen.insert(sub.clone()) {
             cx.error(
                 &path,
                 pos,

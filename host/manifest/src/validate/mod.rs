@@ -14,6 +14,8 @@ mod tools;
 
 use crate::model::{API_VERSION, AgentForm, Manifest};
 use crate::problem::{Code, Path};
+use std::collections::HashSet;
+
 use crate::read::{Cx, Obj};
 use crate::rules;
 use crate::tree::Node;
@@ -54,6 +56,12 @@ pub(crate) struct Declared {
     pub(crate) scopes: Vec<String>,
     pub(crate) integrations: Vec<String>,
     pub(crate) tools: Vec<String>,
+}
+
+impl Declared {
+    pub(crate) fn tool_set(&self) -> HashSet<&str> {
+        self.tools.iter().map(String::as_str).collect()
+    }
 }
 
 /// Validates the whole document; returns the manifest when there is no error-severity problem.
@@ -274,12 +282,12 @@ pub(crate) fn names(
         }
     }
     cx.no_duplicates(&entries, what);
-    let mut out: Vec<String> = Vec::with_capacity(entries.len());
-    for (_, _, v) in entries {
-        if !out.iter().any(|o| o == v) {
-            out.push(v.to_owned());
-        }
-    }
+    let mut seen = HashSet::with_capacity(entries.len());
+    let out: Vec<String> = entries
+        .into_iter()
+        .filter(|(_, _, v)| seen.insert(*v))
+        .map(|(_, _, v)| v.to_owned())
+        .collect();
     out
 }
 

@@ -130,6 +130,7 @@ pub(super) fn network(cx: &mut Cx, parent: &mut Obj<'_>) -> Network {
             .iter()
             .map(|(_, _, v)| v.to_ascii_lowercase())
             .collect();
+        let mut seen = std::collections::HashSet::new();
         for (i, (p, n, v)) in entries.iter().enumerate() {
             if !rules::is_egress_host(v) {
                 let hint = if v.contains("://") || v.contains('/') || v.contains(':') {
@@ -138,7 +139,7 @@ pub(super) fn network(cx: &mut Cx, parent: &mut Obj<'_>) -> Network {
                     ""
                 };
                 cx.error(p, n.pos, Code::Pattern, format!("`{v}` is not a valid host name (DNS labels of letters, digits and `-`, optionally prefixed with `*.`){hint}"));
-            } else if lowered[..i].contains(&lowered[i]) {
+            } else if !seen.insert(lowered[i].as_str()) {
                 cx.error(
                     p,
                     n.pos,

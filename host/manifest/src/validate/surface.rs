@@ -1,11 +1,13 @@
 //! `http_routes`, `chrome` and `rag_slots`.
 
+use std::collections::{HashMap, HashSet};
+
 use super::tools::{Located, each, unique_keys};
 use crate::model::{
     BuiltinTab, Chrome, CustomTab, HttpRoute, Method, Panel, RagScope, RagSlot, Tab,
 };
 use crate::problem::{Code, Path};
-use crate::read::{Cx, Obj};
+use crate::read::{Cx, Obj, listing};
 use crate::rules;
 use crate::tree::{Node, Value};
 
@@ -32,7 +34,7 @@ pub fn route_shape(path: &str) -> Result<String, String> {
         return Ok("/".into());
     }
     let mut shape = String::new();
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for segment in rest.split('/') {
         if segment.is_empty() {
             return Err("has an empty segment (`//` or a trailing `/`)".into());
@@ -66,10 +68,9 @@ pub fn route_shape(path: &str) -> Result<String, String> {
                         "segment `{segment}` has two placeholders side by side; separate them with a literal"
                     ));
                 }
-                if seen.contains(&name) {
+                if !seen.insert(name) {
                     return Err(format!("placeholder `{{{name}}}` appears twice"));
                 }
-                seen.push(name);
                 shape.push_str("{}");
                 last_was_placeholder = true;
                 s = &after[end + 1..];
@@ -159,14 +160,12 @@ pub(super) fn http_routes(cx: &mut Cx, parent: &mut Obj<'_>) -> Vec<HttpRoute> {
             Located { value: route, key }
         },
     );
-    for (i, route) in read.iter().enumerate() {
+    let mut first_by_shape: HashMap<&str, &HttpRoute> = HashMap::new();
+    for route in &read {
         let Some((shape, path, node)) = &route.key else {
             continue;
         };
-        if let Some(earlier) = read[..i]
-            .iter()
-            .find(|r| r.key.as_ref().is_some_and(|(s, _, _)| s == shape))
-        {
+        if let Some(earlier) = first_by_shape.get(shape.as_str()).copied() {
             cx.error(
                 path,
                 node.pos,
@@ -175,10 +174,12 @@ pub(super) fn http_routes(cx: &mut Cx, parent: &mut Obj<'_>) -> Vec<HttpRoute> {
                     "{} {} duplicates {} {} (same method and path)",
                     route.value.method.as_str(),
                     route.value.path,
-                    earlier.value.method.as_str(),
-                    earlier.value.path
+                    earlier.method.as_str(),
+                    earlier.path
                 ),
             );
+        } else {
+            first_by_shape.insert(shape, &route.value);
         }
     }
     read.into_iter().map(|r| r.value).collect()
@@ -221,8 +222,9 @@ fn read_panel(cx: &mut Cx, obj: &mut Obj<'_>) -> Panel {
                     tabs.push((tab, path.index(i), item));
                 }
             }
-            for (i, (tab, p, n)) in tabs.iter().enumerate() {
-                if tabs[..i].iter().any(|(t, _, _)| t.id() == tab.id()) {
+            let mut ids: HashSet<&str> = HashSet::new();
+            for (tab, p, n) in &tabs {
+                if !ids.insert(tab.id()) {
                     cx.error(
                         p,
                         n.pos,
@@ -257,10 +259,7 @@ fn read_panel(cx: &mut Cx, obj: &mut Obj<'_>) -> Panel {
                 &obj.at("default_tab"),
                 node.pos,
                 Code::UndeclaredReference,
-                format!(
-                    "`{tab}` is not one of the panel's tabs ({})",
-                    ids.join(", ")
-                ),
+                format!("`{tab}` is not one of the panel's tabs ({})", listing(&ids)),
             );
         }
     }

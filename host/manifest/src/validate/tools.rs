@@ -1,10 +1,12 @@
 //! `tools`, `cross_app_dependencies`, `lifecycle` and `workflows`.
 
+use std::collections::HashSet;
+
 use super::{Declared, app_slug, names, text_list};
 use crate::cron::CronExpr;
 use crate::model::{CrossAppDependency, Lifecycle, Method, Schedule, Tool, Workflow};
 use crate::problem::{Code, Path};
-use crate::read::{Cx, Obj};
+use crate::read::{Cx, Obj, listing};
 use crate::rules;
 use crate::tree::{Node, Value};
 
@@ -47,20 +49,18 @@ pub(super) fn unique_keys<'a, 'n: 'a>(
     keys: impl IntoIterator<Item = Option<&'a KeyAt<'n>>>,
     what: &str,
 ) {
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for (value, path, node) in keys.into_iter().flatten() {
         if value.is_empty() {
             continue;
         }
-        if seen.contains(&value.as_str()) {
+        if !seen.insert(value.as_str()) {
             cx.error(
                 path,
                 node.pos,
                 Code::Duplicate,
                 format!("{what} `{value}` is declared more than once"),
             );
-        } else {
-            seen.push(value);
         }
     }
 }
@@ -73,6 +73,7 @@ pub(super) struct Located<'n, T> {
 
 pub(super) fn tools(cx: &mut Cx, parent: &mut Obj<'_>, declared: &mut Declared) -> Vec<Tool> {
     let scopes = declared.scopes.clone();
+    let scope_set: HashSet<&str> = scopes.iter().map(String::as_str).collect();
     let read = each(cx, parent, "tools", None, |cx, mut obj| {
         let mut tool = Tool {
             name: String::new(),
@@ -111,11 +112,11 @@ pub(super) fn tools(cx: &mut Cx, parent: &mut Obj<'_>, declared: &mut Declared) 
             let path = obj.at("scopes_required");
             let entries = cx.string_list(&path, node);
             for (p, n, scope) in &entries {
-                if !scopes.iter().any(|s| s == scope) {
+                if !scope_set.contains(scope) {
                     let declared = if scopes.is_empty() {
                         "required_scopes is empty".to_owned()
                     } else {
-                        format!("declared: {}", scopes.join(", "))
+                        format!("declared: {}", listing(&scopes))
                     };
                     cx.error(
                         p,
@@ -339,8 +340,9 @@ pub(super) fn workflows(cx: &mut Cx, parent: &mut Obj<'_>, declared: &Declared) 
                     rules::is_tool_name,
                     "lowercase letters, digits and underscores",
                 );
+                let tools = declared.tool_set();
                 for (p, n, tool) in quiet_strings(&path, node) {
-                    if rules::is_tool_name(tool) && !declared.tools.iter().any(|t| t == tool) {
+                    if rules::is_tool_name(tool) && !tools.contains(tool) {
                         cx.warning(&p, n.pos, Code::UndeclaredReference, format!("tool `{tool}` is not declared in this manifest's tools; the workflow is filtered out unless the platform provides it"));
                     }
                 }

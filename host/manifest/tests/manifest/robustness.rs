@@ -176,3 +176,40 @@ fn alias_expansion_is_bounded() {
     let result = validate(&text);
     assert_eq!(result.problems[0].code, Code::InputLimit);
 }
+
+#[test]
+fn hostile_lists_near_the_size_limit_are_handled_and_messages_stay_short() {
+    // Tens of thousands of declared tools and as many undeclared references: every check is
+    // hash-based, and messages list at most ten names.
+    let n = 10_000;
+    let tools: Vec<serde_json::Value> = (0..n)
+        .map(|i| serde_json::json!({ "name": format!("tool_{i}"), "description": "d", "scopes_required": [] }))
+        .collect();
+    let allowed: Vec<String> = (0..n).map(|i| format!("missing_{i}")).collect();
+    let emits: Vec<String> = (0..n).map(|i| format!("e{}", i % (n / 2))).collect();
+    let text = serde_json::json!({
+        "apiVersion": "platform/v2", "app_id": "demo-app", "version": "1.0.0", "name": "x",
+        "runtime": { "image": "acme/x" },
+        "tools": tools,
+        "agents": [{ "id": "a", "name": "a", "system_prompt": "p", "is_default": true, "tools_allowed": allowed }],
+        "emits": emits,
+    })
+    .to_string();
+    assert!(text.len() <= MAX_INPUT_BYTES, "{}", text.len());
+    let result = validate(&text);
+    let undeclared = result
+        .problems
+        .iter()
+        .filter(|p| p.code == Code::UndeclaredReference)
+        .count();
+    let duplicates = result
+        .problems
+        .iter()
+        .filter(|p| p.code == Code::Duplicate)
+        .count();
+    assert_eq!((undeclared, duplicates), (n, n / 2));
+    assert!(
+        result.problems.iter().all(|p| p.message.len() < 600),
+        "a message grew with the input"
+    );
+}
