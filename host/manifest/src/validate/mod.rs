@@ -12,13 +12,13 @@ mod settings;
 mod surface;
 mod tools;
 
-use crate::model::{API_VERSION, AgentForm, Manifest};
+use crate::model::{API_VERSION, Agent, AgentForm, InstallSetting, Manifest, SettingType};
 use crate::problem::{Code, Path};
 use std::collections::HashSet;
 
 use crate::read::{Cx, Obj};
 use crate::rules;
-use crate::tree::Node;
+use crate::tree::{Node, Value};
 
 /// Top-level fields, in the order of the spec's table.
 const TOP_FIELDS: &[&str] = &[
@@ -143,6 +143,7 @@ pub(crate) fn manifest(cx: &mut Cx, root: &Node) -> Option<Manifest> {
     let workflows = tools::workflows(cx, &mut obj, &declared);
     let (agent_form, agents) = agents::agents(cx, &mut obj, &declared);
     let install_settings = settings::install_settings(cx, &mut obj, &declared);
+    vision_needs_project_picker(cx, root, agent_form, &agents, &install_settings);
     let http_routes = surface::http_routes(cx, &mut obj);
     let chrome = surface::chrome(cx, &mut obj);
     let rag_slots = surface::rag_slots(cx, &mut obj);
@@ -315,4 +316,56 @@ pub(crate) fn text_list(
             v.to_owned()
         })
         .collect()
+}
+
+/// A vision record is created at activation only when the tenant picks a project through a
+/// `project_picker` setting; without one the vision never runs, which is worth a warning.
+fn vision_needs_project_picker(
+    cx: &mut Cx,
+    root: &Node,
+    form: AgentForm,
+    agents: &[Agent],
+    settings: &[InstallSetting],
+) {
+    if settings
+        .iter()
+        .any(|s| s.kind == SettingType::ProjectPicker)
+    {
+        return;
+    }
+    for (i, agent) in agents.iter().enumerate() {
+        if agent.vision.is_none() {
+            continue;
+        }
+        let (path, node) = match form {
+            AgentForm::Singular => (Path::root().field("agent"), field(root, "agent")),
+            _ => (
+                Path::root().field("agents").index(i),
+                field(root, "agents").and_then(|n| item(n, i)),
+            ),
+        };
+        let pos = node
+            .and_then(|n| field(n, "vision"))
+            .map_or(root.pos, |n| n.pos);
+        cx.warning(
+            &path.field("vision"),
+            pos,
+            Code::Requires,
+            "a vision is created at activation only when the tenant selects a project through an install setting of type project_picker, and this manifest declares none",
+        );
+    }
+}
+
+fn field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
+    match &node.value {
+        Value::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+fn item(node: &Node, index: usize) -> Option<&Node> {
+    match &node.value {
+        Value::Seq(items) => items.get(index),
+        _ => None,
+    }
 }

@@ -247,3 +247,20 @@ fn vision_rules() {
         Code::InvalidType,
     );
 }
+
+#[test]
+fn vision_without_a_project_picker_setting_warns() {
+    let v = with(
+        with_agents(),
+        "/agents/0/vision",
+        json!({ "text": "Grow." }),
+    );
+    warns(&v, "agents[0].vision", Code::Requires);
+    let picker = json!([{ "id": "project", "type": "project_picker", "label": "Project" }]);
+    let result = crate::validate(&with(v, "/install_settings", picker));
+    assert!(
+        result.is_valid() && result.problems.is_empty(),
+        "{:?}",
+        result.problems
+    );
+}
