@@ -12,10 +12,10 @@ mod settings;
 mod surface;
 mod tools;
 
-use crate::model::{API_VERSION, Agent, AgentForm, InstallSetting, Manifest, SettingType};
-use crate::problem::{Code, Path};
 use std::collections::HashSet;
 
+use crate::model::{API_VERSION, Agent, AgentForm, InstallSetting, Manifest, SettingType};
+use crate::problem::{Code, Path};
 use crate::read::{Cx, Obj};
 use crate::rules;
 use crate::tree::{Node, Value};
