@@ -9,7 +9,7 @@ use crate::model::{Agent, AgentForm, AutonomyMode, Vision};
 use crate::problem::Code;
 use crate::read::{Cx, Obj, listing};
 use crate::rules;
-use crate::tree::Node;
+use crate::tree::{Node, Value};
 
 /// Most agents in the plural form.
 pub const MAX_AGENTS: usize = 8;
@@ -79,7 +79,8 @@ fn plural_agents(
     );
     unique_keys(cx, read.iter().map(|a| a.key.as_ref()), "agent id");
     let defaults = read.iter().filter(|a| a.agent.is_default).count();
-    if defaults != 1 && cx.list(&path, node).is_some() {
+    // A non-list `agents` was already reported as a type problem.
+    if defaults != 1 && matches!(node.value, Value::Seq(_)) {
         let found = if defaults == 0 {
             "none has".to_owned()
         } else {

@@ -312,7 +312,8 @@ pub(super) fn workflows(cx: &mut Cx, parent: &mut Obj<'_>, declared: &Declared) 
             }
             if let Some(node) = obj.require(cx, "flow", "an ordered list of 1 to 50 steps") {
                 let path = obj.at("flow");
-                if let Some(items) = cx.list(&path, node)
+                // string_list below reports a non-list `flow` once.
+                if let Value::Seq(items) = &node.value
                     && (items.is_empty() || items.len() > 50)
                 {
                     cx.error(

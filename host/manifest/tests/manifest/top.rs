@@ -252,3 +252,18 @@ fn all_problems_are_reported_at_once() {
         ],
     );
 }
+
+#[test]
+fn a_list_of_the_wrong_type_is_reported_once() {
+    fails_at(
+        &with(minimal(), "/agents", json!("lead")),
+        "agents",
+        Code::InvalidType,
+    );
+    let wf = json!([{ "id": "w", "name": "W", "intent": "i", "flow": "step" }]);
+    fails_at(
+        &with(minimal(), "/workflows", wf),
+        "workflows[0].flow",
+        Code::InvalidType,
+    );
+}
