@@ -679,3 +679,115 @@ pub enum SubscriptionTarget {
         slug: String,
     },
 }
+
+impl HttpRoute {
+    /// Matches a request path against this route's pattern and returns the placeholder values
+    /// in order, or none when the path does not match. A placeholder matches one or more
+    /// characters within a segment; a segment may mix literals and placeholders
+    /// (`inv-{id}.pdf`). A trailing slash on the path is ignored.
+    #[must_use]
+    pub fn match_path(&self, path: &str) -> Option<Vec<(String, String)>> {
+        match_route(&self.path, path)
+    }
+}
+
+/// Matches `path` against a route pattern (see [`HttpRoute::match_path`]).
+#[must_use]
+pub fn match_route(pattern: &str, path: &str) -> Option<Vec<(String, String)>> {
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    let trim = |p: &str| -> String {
+        let p = p.strip_prefix('/').unwrap_or(p);
+        p.strip_suffix('/').unwrap_or(p).to_owned()
+    };
+    let (pattern, path) = (trim(pattern), trim(path));
+    let pattern_segments: Vec<&str> = pattern.split('/').collect();
+    let path_segments: Vec<&str> = path.split('/').collect();
+    if pattern_segments.len() != path_segments.len() {
+        return None;
+    }
+    let mut params = Vec::new();
+    for (pattern, segment) in pattern_segments.iter().zip(&path_segments) {
+        match_segment(pattern, segment, &mut params)?;
+    }
+    Some(params)
+}
+
+/// One segment: literal pieces must appear in order and each placeholder takes at least one
+/// character; the first assignment found with the shortest leading placeholders wins.
+fn match_segment(pattern: &str, segment: &str, params: &mut Vec<(String, String)>) -> Option<()> {
+    let mut pieces = Vec::new();
+    let mut rest = pattern;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}')? + open;
+        if open > 0 {
+            pieces.push(Piece::Literal(&rest[..open]));
+        }
+        pieces.push(Piece::Param(&rest[open + 1..close]));
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Literal(rest));
+    }
+    // Request paths are untrusted: bound the backtracking.
+    if segment.len() > 1024 {
+        return None;
+    }
+    let found = match_pieces(&pieces, segment)?;
+    params.extend(found);
+    Some(())
+}
+
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    Literal(&'a str),
+    Param(&'a str),
+}
+
+fn match_pieces(pieces: &[Piece<'_>], segment: &str) -> Option<Vec<(String, String)>> {
+    let Some((first, rest)) = pieces.split_first() else {
+        return segment.is_empty().then(Vec::new);
+    };
+    match *first {
+        Piece::Literal(text) => match_pieces(rest, segment.strip_prefix(text)?),
+        Piece::Param(name) => segment.char_indices().skip(1).map(|(i, _)| i).chain([segment.len()]).find_map(|end| {
+            if end == 0 {
+                return None;
+            }
+            let mut found = match_pieces(rest, &segment[end..])?;
+            found.insert(0, (name.to_owned(), segment[..end].to_owned()));
+            Some(found)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::match_route;
+
+    fn m(pattern: &str, path: &str) -> Option<Vec<(String, String)>> {
+        match_route(pattern, path)
+    }
+
+    #[test]
+    fn literal_and_placeholder_segments() {
+        assert_eq!(m("/invoices", "/invoices"), Some(vec![]));
+        assert_eq!(m("/invoices", "/invoices/"), Some(vec![]));
+        assert_eq!(m("/invoices", "/invoice"), None);
+        assert_eq!(m("/invoices/{id}", "/invoices/42"), Some(vec![("id".into(), "42".into())]));
+        assert_eq!(m("/invoices/{id}", "/invoices/42?x=1"), Some(vec![("id".into(), "42".into())]));
+        assert_eq!(m("/invoices/{id}", "/invoices/"), None);
+        assert_eq!(m("/invoices/{id}", "/invoices/4/2"), None);
+    }
+
+    #[test]
+    fn mixed_segments() {
+        assert_eq!(m("/files/inv-{id}.pdf", "/files/inv-7.pdf"), Some(vec![("id".into(), "7".into())]));
+        assert_eq!(m("/files/inv-{id}.pdf", "/files/inv-7.2.pdf"), Some(vec![("id".into(), "7.2".into())]));
+        assert_eq!(m("/files/inv-{id}.pdf", "/files/inv-.pdf"), None);
+        assert_eq!(m("/files/inv-{id}.pdf", "/files/inv-7.txt"), None);
+        assert_eq!(
+            m("/d/{a}-{b}", "/d/x-y-z"),
+            Some(vec![("a".into(), "x".into()), ("b".into(), "y-z".into())])
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! The on-disk cache of compiled components.
+//!
+//! A compiled artifact is stored as `<sha256 of the component>-<hash of the engine's compile
+//! settings>.cwasm`, so a restart of the host loads it instead of compiling again, and a host
+//! with other engine settings (or another wasmtime) never loads an artifact it cannot run.
+//! Files are written to a temporary name and renamed into place, so a crash never leaves a
+//! half-written artifact under a real name; an artifact that fails to load is compiled again
+//! and replaced.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// A directory of compiled components.
+#[derive(Debug, Clone)]
+pub(crate) struct DiskCache {
+    dir: PathBuf,
+    engine_hash: String,
+}
+
+/// Feeds `Hash` output into SHA-256, for a hash that is stable across processes.
+struct ShaHasher(Sha256);
+
+impl Hasher for ShaHasher {
+    fn finish(&self) -> u64 {
+        0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How a component was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Compiled now (no cache, or nothing cached for it).
+    Compiled,
+    /// Loaded from the on-disk cache.
+    Loaded,
+}
+
+impl DiskCache {
+    pub fn new(dir: PathBuf, engine: &Engine) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&dir)?;
+        let mut hasher = ShaHasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let engine_hash = hex(&hasher.0.finalize()[..8]);
+        Ok(DiskCache { dir, engine_hash })
+    }
+
+    fn path_for(&self, bytes: &[u8]) -> PathBuf {
+        let digest = Sha256::digest(bytes);
+        self.dir.join(format!("{}-{}.cwasm", hex(&digest), self.engine_hash))
+    }
+
+    /// Loads the compiled form of `bytes`, compiling and storing it when needed.
+    pub fn load_or_compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let path = self.path_for(bytes);
+        if path.exists() {
+            match deserialize(engine, &path) {
+                Ok(component) => return Ok((component, CacheOutcome::Loaded)),
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "cached component does not load; compiling again");
+                }
+            }
+        }
+        let compiled = engine.precompile_component(bytes)?;
+        if let Err(error) = self.store(&path, &compiled) {
+            tracing::warn!(path = %path.display(), %error, "could not write the compiled component to the cache");
+        }
+        // Load what was just compiled the same way a restart will: one code path.
+        // SAFETY: see `deserialize_bytes`.
+        let component = deserialize_bytes(engine, &compiled)?;
+        Ok((component, CacheOutcome::Compiled))
+    }
+
+    fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
+        let tmp = self.dir.join(format!(".{}-{}.tmp", std::process::id(), unique_suffix()));
+        std::fs::write(&tmp, compiled)?;
+        std::fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
+}
+
+fn unique_suffix() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+}
+
+/// Loads a compiled component from a file in the cache directory.
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: wasmtime requires that the file is an artifact produced by `precompile_component`
+    // of a compatible engine and is not modified while mapped. The cache directory belongs to
+    // the host: only `DiskCache::store` writes to it, by atomic rename of a complete file, and
+    // wasmtime checks the engine compatibility recorded in the artifact before using it.
+    unsafe { Component::deserialize_file(engine, path) }
+}
+
+#[allow(unsafe_code)]
+fn deserialize_bytes(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `bytes` was produced by `precompile_component` of this very engine a moment ago.
+    unsafe { Component::deserialize(engine, bytes) }
+}
