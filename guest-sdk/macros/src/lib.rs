@@ -1,0 +1,110 @@
+//! `manifest!`: embeds an app's manifest at build time, validated by `atrium-manifest`.
+//!
+//! An invalid manifest is a compile error that lists every problem with its line, column,
+//! code and path, so an app that builds always carries a valid manifest. The macro expands to
+//! an `atrium_sdk::ManifestInfo` value: the names the SDK checks registrations against, and the
+//! manifest text itself (through `include_str!`, so cargo rebuilds when the file changes).
+
+use std::path::PathBuf;
+
+use atrium_manifest::{Manifest, SubscriptionTarget};
+use proc_macro::TokenStream;
+use quote::quote;
+use syn::{LitStr, parse_macro_input};
+
+/// Embeds and validates the manifest at `path` (relative to the crate's `Cargo.toml`).
+///
+/// ```ignore
+/// static MANIFEST: atrium_sdk::ManifestInfo = atrium_sdk::manifest!("atrium.app.yaml");
+/// ```
+#[proc_macro]
+pub fn manifest(input: TokenStream) -> TokenStream {
+    let lit = parse_macro_input!(input as LitStr);
+    match expand(&lit) {
+        Ok(tokens) => tokens.into(),
+        Err(message) => syn::Error::new(lit.span(), message).to_compile_error().into(),
+    }
+}
+
+fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, String> {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "CARGO_MANIFEST_DIR is not set".to_owned())?;
+    let path = PathBuf::from(dir).join(lit.value());
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read the manifest {}: {e}", path.display()))?;
+    let validation = atrium_manifest::validate(&text);
+    let errors: Vec<String> = validation
+        .errors()
+        .map(|p| {
+            format!(
+                "  {}:{}:{}: error[{}] {}: {}",
+                path.display(),
+                p.line.unwrap_or(1),
+                p.column.unwrap_or(1),
+                p.code.as_str(),
+                p.path,
+                p.message
+            )
+        })
+        .collect();
+    let manifest = match validation.manifest {
+        Some(m) if errors.is_empty() => m,
+        _ => return Err(format!("{} is not a valid manifest:\n{}", path.display(), errors.join("\n"))),
+    };
+    let path_str = path.to_string_lossy().into_owned();
+    Ok(info_tokens(&manifest, &path_str))
+}
+
+fn strs<'a>(items: impl IntoIterator<Item = &'a String>) -> proc_macro2::TokenStream {
+    let items: Vec<&String> = items.into_iter().collect();
+    quote! { &[#(#items),*] }
+}
+
+fn info_tokens(m: &Manifest, path: &str) -> proc_macro2::TokenStream {
+    let app_id = &m.app_id;
+    let version = &m.version;
+    let required_scopes = strs(&m.required_scopes);
+    let tools = m.tools.iter().map(|t| {
+        let name = &t.name;
+        let scopes = strs(&t.scopes_required);
+        let visible = t.agent_visible;
+        quote! { ::atrium_sdk::ToolInfo { name: #name, scopes_required: #scopes, agent_visible: #visible } }
+    });
+    let l = &m.lifecycle;
+    let (on_install, on_uninstall, on_inbound, on_user_added) = (l.on_install, l.on_uninstall, l.on_inbound, l.on_user_added);
+    let schedules = strs(l.schedules.iter().map(|s| &s.name));
+    let agents = strs(m.agents.iter().map(|a| &a.id));
+    let emits = strs(&m.emits);
+    let subscriptions = m.subscribes_to.iter().map(|s| {
+        let (emitter, event) = (&s.emitter_app, &s.event_name);
+        let agent = match &s.target {
+            SubscriptionTarget::Agent(a) => quote! { ::core::option::Option::Some(#a) },
+            _ => quote! { ::core::option::Option::None },
+        };
+        quote! { ::atrium_sdk::SubscriptionInfo { emitter_app: #emitter, event_name: #event, target_agent: #agent } }
+    });
+    let routes = m.http_routes.iter().map(|r| {
+        let (method, route, public) = (r.method.as_str(), &r.path, r.public);
+        quote! { ::atrium_sdk::RouteInfo { method: #method, path: #route, public: #public } }
+    });
+    let settings = strs(m.install_settings.iter().map(|s| &s.id));
+    quote! {
+        ::atrium_sdk::ManifestInfo {
+            source: ::core::include_str!(#path),
+            app_id: #app_id,
+            version: #version,
+            required_scopes: #required_scopes,
+            tools: &[#(#tools),*],
+            lifecycle: ::atrium_sdk::LifecycleInfo {
+                on_install: #on_install,
+                on_uninstall: #on_uninstall,
+                on_inbound: #on_inbound,
+                on_user_added: #on_user_added,
+                schedules: #schedules,
+            },
+            agents: #agents,
+            emits: #emits,
+            subscriptions: &[#(#subscriptions),*],
+            routes: &[#(#routes),*],
+            settings: #settings,
+        }
+    }
+}

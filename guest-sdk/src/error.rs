@@ -1,0 +1,115 @@
+//! The errors an app sees and returns.
+
+use crate::{AgentCallError, HandlerError, ToolCallError};
+
+/// What a handler returns when it cannot produce a result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// The input did not match what the handler accepts.
+    InvalidInput(String),
+    /// A tool call failed; `?` on a [`ToolCallError`] gives this.
+    Tool(ToolCallError),
+    /// An agent call failed; `?` on an [`AgentCallError`] gives this.
+    Agent(AgentCallError),
+    /// Anything else.
+    Failed(String),
+}
+
+impl Error {
+    /// A failure with a message for the caller.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Error::Failed(message.into())
+    }
+
+    /// Rejected input, with a message naming what is wrong.
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Error::InvalidInput(message.into())
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::InvalidInput(m) => write!(f, "invalid input: {m}"),
+            Error::Tool(e) => {
+                write!(f, "tool call `{}` failed ({}): {}", e.tool_name, e.decision, e.message)?;
+                if !e.needed_scopes.is_empty() {
+                    write!(f, " [needed scopes: {}]", e.needed_scopes.join(", "))?;
+                }
+                Ok(())
+            }
+            Error::Agent(e) => write!(f, "agent call failed: {}", e.reason),
+            Error::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ToolCallError> for Error {
+    fn from(e: ToolCallError) -> Self {
+        Error::Tool(e)
+    }
+}
+
+impl From<AgentCallError> for Error {
+    fn from(e: AgentCallError) -> Self {
+        Error::Agent(e)
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Failed(format!("JSON: {e}"))
+    }
+}
+
+impl From<Error> for HandlerError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::InvalidInput(m) => HandlerError::InvalidInput(m),
+            Error::Tool(e) => HandlerError::Tool(e),
+            Error::Agent(e) => HandlerError::Agent(e),
+            Error::Failed(m) => HandlerError::Failed(m),
+        }
+    }
+}
+
+/// A registration broke a rule of spec section 7 / Appendix C. The app cannot serve calls
+/// until it is fixed; the host's health check reports the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistrationError {
+    /// Which rule.
+    pub kind: RegistrationErrorKind,
+    /// The explanation, naming the handler and the manifest field.
+    pub message: String,
+}
+
+/// The registration rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistrationErrorKind {
+    /// A lifecycle handler whose flag in `lifecycle` is not true.
+    LifecycleDisabled,
+    /// A schedule handler whose name is not in `lifecycle.schedules`.
+    UnknownSchedule,
+    /// `scopes_required` outside the manifest's `required_scopes`.
+    ScopeNotRequired,
+    /// A second handler for the same tool, hook, schedule, event or route.
+    DoubleRegistration,
+    /// A tool handler for a tool the manifest does not declare.
+    UnknownTool,
+    /// An event handler for an event the manifest does not subscribe to.
+    UnknownEvent,
+    /// A route handler for a route the manifest does not declare.
+    UnknownRoute,
+    /// A room handler in an app that declares no agent.
+    NoAgent,
+}
+
+impl std::fmt::Display for RegistrationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RegistrationError {}

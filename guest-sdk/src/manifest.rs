@@ -1,0 +1,118 @@
+//! The app's manifest as the SDK sees it: embedded and validated at build time by
+//! [`manifest!`](crate::manifest), or loaded at run time with [`load_manifest`].
+
+use std::path::Path;
+
+/// What the SDK needs from the manifest to check registrations. Built by
+/// [`manifest!`](crate::manifest); every field mirrors the manifest.
+#[derive(Debug, Clone, Copy)]
+pub struct ManifestInfo {
+    /// The manifest text as written.
+    pub source: &'static str,
+    /// `app_id`.
+    pub app_id: &'static str,
+    /// `version`.
+    pub version: &'static str,
+    /// `required_scopes`.
+    pub required_scopes: &'static [&'static str],
+    /// `tools`.
+    pub tools: &'static [ToolInfo],
+    /// `lifecycle`.
+    pub lifecycle: LifecycleInfo,
+    /// Agent slugs (`agent` is `default`).
+    pub agents: &'static [&'static str],
+    /// `emits`.
+    pub emits: &'static [&'static str],
+    /// `subscribes_to`.
+    pub subscriptions: &'static [SubscriptionInfo],
+    /// `http_routes`.
+    pub routes: &'static [RouteInfo],
+    /// `install_settings` ids.
+    pub settings: &'static [&'static str],
+}
+
+/// One entry of `tools`.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolInfo {
+    /// `name`.
+    pub name: &'static str,
+    /// `scopes_required`.
+    pub scopes_required: &'static [&'static str],
+    /// `agent_visible`.
+    pub agent_visible: bool,
+}
+
+/// `lifecycle`.
+#[derive(Debug, Clone, Copy)]
+pub struct LifecycleInfo {
+    /// `on_install`.
+    pub on_install: bool,
+    /// `on_uninstall`.
+    pub on_uninstall: bool,
+    /// `on_inbound`.
+    pub on_inbound: bool,
+    /// `on_user_added`.
+    pub on_user_added: bool,
+    /// Names in `schedules`.
+    pub schedules: &'static [&'static str],
+}
+
+/// One entry of `subscribes_to`.
+#[derive(Debug, Clone, Copy)]
+pub struct SubscriptionInfo {
+    /// `emitter_app`.
+    pub emitter_app: &'static str,
+    /// `event_name`.
+    pub event_name: &'static str,
+    /// `target_agent`, when the subscription targets an agent.
+    pub target_agent: Option<&'static str>,
+}
+
+/// One entry of `http_routes`.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteInfo {
+    /// Upper-case method.
+    pub method: &'static str,
+    /// The path pattern.
+    pub path: &'static str,
+    /// `public`.
+    pub public: bool,
+}
+
+/// The manifest could not be loaded: it does not parse or breaks the schema (Appendix C).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestError {
+    /// One line per problem: `line:column: error[code] path: message`.
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid manifest: {}", self.problems.join("; "))
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+/// Loads and strictly validates a manifest from text (the spec's `loadManifestFromString`).
+pub fn load_manifest_from_str(text: &str) -> Result<atrium_manifest::Manifest, ManifestError> {
+    let validation = atrium_manifest::validate(text);
+    let problems: Vec<String> = validation
+        .errors()
+        .map(|p| {
+            format!("{}:{}: error[{}] {}: {}", p.line.unwrap_or(1), p.column.unwrap_or(1), p.code.as_str(), p.path, p.message)
+        })
+        .collect();
+    match validation.manifest {
+        Some(manifest) if problems.is_empty() => Ok(manifest),
+        _ => Err(ManifestError { problems }),
+    }
+}
+
+/// Loads and strictly validates a manifest file (the spec's `loadManifest`).
+pub fn load_manifest(path: impl AsRef<Path>) -> Result<atrium_manifest::Manifest, ManifestError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ManifestError { problems: vec![format!("cannot read {}: {e}", path.display())] })?;
+    load_manifest_from_str(&text)
+}

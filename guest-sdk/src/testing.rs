@@ -1,0 +1,457 @@
+//! Native test helpers: run an app's handlers without wasm, against mock tools, secrets,
+//! settings and rooms (the spec's test helpers: mock tools and secrets, `MockRooms`,
+//! `simulate_event`).
+//!
+//! ```ignore
+//! let client = TestClient::new(app()).unwrap()
+//!     .mock_tool("crm.lookup", json!({"name": "Ada"}))
+//!     .mock_secret("STRIPE_KEY", "sk_test");
+//! let result = client.call_tool("create_invoice", json!({"amount": 10})).unwrap();
+//! assert_eq!(client.rooms.posts().len(), 0);
+//! ```
+//!
+//! Mocks follow the platform's rules where the rule belongs to the platform side: a tool that
+//! is not mocked fails with decision `unmocked`; a tool mocked with scopes the test did not
+//! grant fails with `scope_denied`; a post from an agent the manifest does not declare fails;
+//! an emit of an event not in `emits` fails; chain depth above 8 is refused.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::http::{Request, Response};
+use crate::{
+    AgentCallError, App, AppEvent, Backend, CallInfo, Ctx, EmitResult, FetchResponse, HandlerError, InboundEnvelope,
+    LogLevel, RegistrationError, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
+};
+
+/// A recorded room post.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedPost {
+    /// The room.
+    pub room_id: String,
+    /// The text.
+    pub content: String,
+    /// The posting agent's slug.
+    pub from_agent: String,
+    /// The metadata object, if any.
+    pub metadata: Option<Value>,
+}
+
+/// Records every `ctx.rooms.post` call (the spec's `MockRooms`).
+#[derive(Debug, Clone, Default)]
+pub struct MockRooms {
+    posts: Rc<RefCell<Vec<RecordedPost>>>,
+}
+
+impl MockRooms {
+    /// Every post made so far, in order.
+    pub fn posts(&self) -> Vec<RecordedPost> {
+        self.posts.borrow().clone()
+    }
+}
+
+/// A mock tool's answer.
+#[derive(Debug, Clone)]
+struct MockTool {
+    scopes: Vec<String>,
+    answer: Result<Value, ToolCallError>,
+}
+
+#[derive(Debug, Default)]
+struct MockState {
+    tools: BTreeMap<String, MockTool>,
+    secrets: BTreeMap<String, String>,
+    settings: serde_json::Map<String, Value>,
+    granted: BTreeSet<String>,
+    tool_calls: Vec<(String, Value)>,
+    emitted: Vec<(String, Value)>,
+    logs: Vec<(LogLevel, String)>,
+    agent_calls: Vec<String>,
+    commitments: Vec<(String, String, String, Option<String>)>,
+}
+
+/// The mock platform behind a [`TestClient`].
+struct MockBackend {
+    manifest: &'static crate::ManifestInfo,
+    info: CallInfo,
+    state: RefCell<MockState>,
+    rooms: MockRooms,
+}
+
+fn tool_error(tool: &str, decision: &str, message: String) -> ToolCallError {
+    ToolCallError { tool_name: tool.to_owned(), decision: decision.to_owned(), message, needed_scopes: Vec::new() }
+}
+
+impl MockBackend {
+    fn nested(&self, target: String) -> Result<(), AgentCallError> {
+        if self.info.chain_depth + 1 > 8 {
+            return Err(AgentCallError { reason: "chain depth exceeded: the limit is 8".into() });
+        }
+        if self.info.public_route {
+            return Err(AgentCallError { reason: "not available on a public route".into() });
+        }
+        self.state.borrow_mut().agent_calls.push(target);
+        Ok(())
+    }
+}
+
+impl Backend for MockBackend {
+    fn call_info(&self) -> CallInfo {
+        self.info.clone()
+    }
+
+    fn public_callback_url(&self, path: &str) -> Result<String, String> {
+        let public = self.manifest.routes.iter().any(|r| r.public && atrium_manifest::match_route(r.path, path).is_some());
+        if !public {
+            return Err(format!("`{path}` matches no public route of this app"));
+        }
+        Ok(format!("http://127.0.0.1:8787/api/apps/{}/public/t/{}{path}", self.info.app_id, self.info.tenant_id))
+    }
+
+    fn call_tool(&self, name: &str, args: &str) -> Result<String, ToolCallError> {
+        let args: Value = serde_json::from_str(args).map_err(|e| tool_error(name, "invalid_arguments", e.to_string()))?;
+        let mut state = self.state.borrow_mut();
+        state.tool_calls.push((name.to_owned(), args));
+        let Some(tool) = state.tools.get(name) else {
+            return Err(tool_error(name, "unmocked", format!("tool `{name}` is not mocked")));
+        };
+        let needed: Vec<String> = tool.scopes.iter().filter(|s| !state.granted.contains(*s)).cloned().collect();
+        if !needed.is_empty() {
+            return Err(ToolCallError {
+                tool_name: name.to_owned(),
+                decision: "scope_denied".into(),
+                message: format!("tool `{name}` needs scopes {}", needed.join(", ")),
+                needed_scopes: needed,
+            });
+        }
+        tool.answer.clone().map(|v| v.to_string())
+    }
+
+    fn secret(&self, key: &str) -> Option<String> {
+        self.state.borrow().secrets.get(key).cloned()
+    }
+
+    fn config_get(&self, key: &str) -> Option<String> {
+        self.state.borrow().settings.get(key).map(Value::to_string)
+    }
+
+    fn config_all(&self) -> String {
+        Value::Object(self.state.borrow().settings.clone()).to_string()
+    }
+
+    fn room_post(&self, room_id: &str, content: &str, from_agent: &str, metadata: Option<&str>) -> Result<RoomPost, ToolCallError> {
+        if from_agent.is_empty() {
+            return Err(tool_error("rooms.post", "invalid_arguments", "from_agent is required".into()));
+        }
+        if !self.manifest.agents.contains(&from_agent) {
+            return Err(tool_error("rooms.post", "unknown_agent", format!("`{from_agent}` is not an agent of this app")));
+        }
+        let metadata = metadata.map(serde_json::from_str::<Value>).transpose().map_err(|e| tool_error("rooms.post", "invalid_arguments", e.to_string()))?;
+        let mut posts = self.rooms.posts.borrow_mut();
+        posts.push(RecordedPost {
+            room_id: room_id.to_owned(),
+            content: content.to_owned(),
+            from_agent: from_agent.to_owned(),
+            metadata: metadata.clone(),
+        });
+        Ok(RoomPost {
+            message: RoomMessage {
+                id: format!("00000000-0000-4000-8000-{:012x}", posts.len()),
+                room_id: room_id.to_owned(),
+                tenant_id: self.info.tenant_id.clone(),
+                sender_type: SenderType::Agent,
+                sender_ref: format!("{}:{from_agent}", self.info.app_id),
+                sender_display: from_agent.to_owned(),
+                content: content.to_owned(),
+                mentions: Vec::new(),
+                metadata: metadata.unwrap_or_else(|| json!({})).to_string(),
+                created_at: "2026-01-01T00:00:00Z".into(),
+            },
+            routed_targets: Vec::new(),
+        })
+    }
+
+    fn delegate(&self, target: &str, prompt: &str, from_agent: &str) -> Result<String, AgentCallError> {
+        if from_agent.is_empty() {
+            return Err(AgentCallError { reason: "from_agent is required".into() });
+        }
+        self.nested(format!("delegate {target}"))?;
+        Ok(format!("[{}:{target}] {prompt}", self.info.app_id))
+    }
+
+    fn invoke(&self, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError> {
+        self.nested(format!("invoke {app}:{agent}"))?;
+        Ok(format!("[{app}:{agent}] {prompt}"))
+    }
+
+    fn fetch(&self, app: &str, path: &str, method: &str, _body: Option<&[u8]>) -> Result<FetchResponse, AgentCallError> {
+        self.nested(format!("fetch {app} {method} {path}"))?;
+        Ok(FetchResponse { status: 200, headers: Vec::new(), body: b"{}".to_vec() })
+    }
+
+    fn emit(&self, name: &str, payload: &str) -> Result<EmitResult, AgentCallError> {
+        if !self.manifest.emits.contains(&name) {
+            return Err(AgentCallError { reason: format!("event `{name}` is not declared in the manifest's emits") });
+        }
+        if self.info.public_route {
+            return Err(AgentCallError { reason: "events.emit is not available on a public route".into() });
+        }
+        let payload: Value = serde_json::from_str(payload).map_err(|e| AgentCallError { reason: e.to_string() })?;
+        self.state.borrow_mut().emitted.push((name.to_owned(), payload));
+        Ok(EmitResult { wire_count: 0, dispatched: 0, failures: 0 })
+    }
+
+    fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError> {
+        let agent = agent.or_else(|| self.manifest.agents.first().copied()).unwrap_or("default");
+        self.nested(format!("ask {agent}"))?;
+        Ok(format!("[{}:{agent}] {prompt}", self.info.app_id))
+    }
+
+    fn add_commitment(&self, title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Result<String, ToolCallError> {
+        let mut state = self.state.borrow_mut();
+        state.commitments.push((title.to_owned(), content.to_owned(), from_agent.to_owned(), due_at.map(str::to_owned)));
+        Ok(format!("commitment-{}", state.commitments.len()))
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        self.state.borrow_mut().logs.push((level, message.to_owned()));
+    }
+}
+
+/// Runs an app natively against mocks.
+pub struct TestClient {
+    app: App,
+    backend: MockBackend,
+    /// The room posts the app made.
+    pub rooms: MockRooms,
+}
+
+impl TestClient {
+    /// A client for an app as its build function returns it (registration errors are returned
+    /// as they would fail the component's health check).
+    pub fn new(app: Result<App, RegistrationError>) -> Result<Self, RegistrationError> {
+        let app = app?;
+        let manifest = app.manifest();
+        let rooms = MockRooms::default();
+        let backend = MockBackend {
+            manifest,
+            info: CallInfo {
+                tenant_id: "tenant-test".into(),
+                app_id: manifest.app_id.into(),
+                app_version: manifest.version.into(),
+                call_id: "call-test".into(),
+                chain_depth: 1,
+                visited_agents: Vec::new(),
+                public_route: false,
+            },
+            state: RefCell::default(),
+            rooms: rooms.clone(),
+        };
+        Ok(TestClient { app, backend, rooms })
+    }
+
+    /// Sets the tenant id the app sees.
+    #[must_use]
+    pub fn tenant(mut self, tenant_id: &str) -> Self {
+        self.backend.info.tenant_id = tenant_id.to_owned();
+        self
+    }
+
+    /// Sets the chain depth the app sees (to test the depth limit).
+    #[must_use]
+    pub fn chain_depth(mut self, depth: u32) -> Self {
+        self.backend.info.chain_depth = depth;
+        self
+    }
+
+    /// Marks calls as arriving on a public route.
+    #[must_use]
+    pub fn public_route(mut self) -> Self {
+        self.backend.info.public_route = true;
+        self
+    }
+
+    /// Mocks a platform tool that needs no scope.
+    #[must_use]
+    pub fn mock_tool(self, name: &str, result: Value) -> Self {
+        self.mock_tool_with_scopes(name, &[], result)
+    }
+
+    /// Mocks a platform tool that needs `scopes`; the call fails with `scope_denied` unless
+    /// they are granted with [`TestClient::grant`].
+    #[must_use]
+    pub fn mock_tool_with_scopes(self, name: &str, scopes: &[&str], result: Value) -> Self {
+        let tool = MockTool { scopes: scopes.iter().map(|s| (*s).to_owned()).collect(), answer: Ok(result) };
+        self.backend.state.borrow_mut().tools.insert(name.to_owned(), tool);
+        self
+    }
+
+    /// Mocks a platform tool that fails.
+    #[must_use]
+    pub fn mock_tool_error(self, name: &str, error: ToolCallError) -> Self {
+        self.backend.state.borrow_mut().tools.insert(name.to_owned(), MockTool { scopes: Vec::new(), answer: Err(error) });
+        self
+    }
+
+    /// Loads mocks from the developer tool's mock file: an object mapping tool names to
+    /// `{"ok": true, "result": ...}` or `{"ok": false, "error": {"decision", "message", "neededScopes"}}`.
+    pub fn mock_file(self, text: &str) -> Result<Self, String> {
+        let Value::Object(entries) = serde_json::from_str(text).map_err(|e| format!("the mock file is not JSON: {e}"))? else {
+            return Err("the mock file must be a JSON object mapping tool names to answers".into());
+        };
+        for (name, entry) in entries {
+            let answer = match entry.get("ok").and_then(Value::as_bool) {
+                Some(true) => Ok(entry.get("result").cloned().unwrap_or(Value::Null)),
+                Some(false) => {
+                    let error = entry.get("error").cloned().unwrap_or_else(|| json!({}));
+                    let text = |k: &str| error.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                    Err(ToolCallError {
+                        tool_name: name.clone(),
+                        decision: text("decision"),
+                        message: text("message"),
+                        needed_scopes: error
+                            .get("neededScopes")
+                            .and_then(Value::as_array)
+                            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                            .unwrap_or_default(),
+                    })
+                }
+                None => return Err(format!("mock `{name}` needs `ok`: true or false")),
+            };
+            self.backend.state.borrow_mut().tools.insert(name, MockTool { scopes: Vec::new(), answer });
+        }
+        Ok(self)
+    }
+
+    /// Grants scopes to the install.
+    #[must_use]
+    pub fn grant(self, scopes: &[&str]) -> Self {
+        self.backend.state.borrow_mut().granted.extend(scopes.iter().map(|s| (*s).to_owned()));
+        self
+    }
+
+    /// Sets a secret.
+    #[must_use]
+    pub fn mock_secret(self, key: &str, value: &str) -> Self {
+        self.backend.state.borrow_mut().secrets.insert(key.to_owned(), value.to_owned());
+        self
+    }
+
+    /// Fills in an install setting.
+    #[must_use]
+    pub fn setting(self, key: &str, value: Value) -> Self {
+        self.backend.state.borrow_mut().settings.insert(key.to_owned(), value);
+        self
+    }
+
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx::new(&self.backend)
+    }
+
+    /// Calls a tool with arguments that serialize to a JSON object.
+    pub fn call_tool(&self, name: &str, args: impl Serialize) -> Result<Value, HandlerError> {
+        let args = serde_json::to_string(&args).map_err(|e| HandlerError::InvalidInput(e.to_string()))?;
+        let result = self.app.call_tool(&self.ctx(), name, &args)?;
+        serde_json::from_str(&result).map_err(|e| HandlerError::Failed(e.to_string()))
+    }
+
+    /// Delivers an event as the platform would (the spec's `simulate_event`). Without
+    /// `emitter_app_id`, the emitter is the first the manifest subscribes to for that name.
+    pub fn simulate_event(&self, event_name: &str, payload: Value, emitter_app_id: Option<&str>) -> Result<Value, HandlerError> {
+        let subscription = self.app.manifest().subscriptions.iter().find(|s| s.event_name == event_name);
+        let emitter = emitter_app_id.map(str::to_owned).or_else(|| subscription.map(|s| s.emitter_app.to_owned())).unwrap_or_default();
+        let event = AppEvent {
+            event_name: event_name.to_owned(),
+            emitter_app_id: emitter,
+            payload: payload.to_string(),
+            target_agent_slug: subscription.and_then(|s| s.target_agent).map(str::to_owned),
+        };
+        let result = self.app.event(&self.ctx(), event)?;
+        serde_json::from_str(&result).map_err(|e| HandlerError::Failed(e.to_string()))
+    }
+
+    /// Runs `on_install`.
+    pub fn install(&self) -> Result<(), HandlerError> {
+        self.app.lifecycle(&self.ctx(), "on_install")
+    }
+
+    /// Runs `on_uninstall`.
+    pub fn uninstall(&self) -> Result<(), HandlerError> {
+        self.app.lifecycle(&self.ctx(), "on_uninstall")
+    }
+
+    /// Runs `on_inbound`.
+    pub fn inbound(&self, envelope: InboundEnvelope) -> Result<(), HandlerError> {
+        self.app.inbound(&self.ctx(), envelope)
+    }
+
+    /// Runs `on_user_added`.
+    pub fn user_added(&self, user: UserAdded) -> Result<(), HandlerError> {
+        self.app.user_added(&self.ctx(), user)
+    }
+
+    /// Runs schedule `name`.
+    pub fn schedule(&self, name: &str) -> Result<(), HandlerError> {
+        self.app.schedule(&self.ctx(), name)
+    }
+
+    /// Delivers a room message that mentions agent `agent`.
+    pub fn room_message(&self, agent: &str, message: RoomMessage) -> Result<(), HandlerError> {
+        self.app.room_message(&self.ctx(), agent, message)
+    }
+
+    /// Sends an HTTP request to the app's routes.
+    pub fn request(&self, method: &str, path_and_query: &str, body: &[u8]) -> Response {
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
+            None => (path_and_query.to_owned(), None),
+        };
+        let request = Request { method: method.to_ascii_uppercase(), path, query, headers: Vec::new(), body: body.to_vec(), params: Vec::new() };
+        self.app.serve(&self.ctx(), request)
+    }
+
+    /// Platform tool calls made so far.
+    pub fn tool_calls(&self) -> Vec<(String, Value)> {
+        self.backend.state.borrow().tool_calls.clone()
+    }
+
+    /// Events emitted so far.
+    pub fn emitted(&self) -> Vec<(String, Value)> {
+        self.backend.state.borrow().emitted.clone()
+    }
+
+    /// Log records written so far.
+    pub fn logs(&self) -> Vec<(LogLevel, String)> {
+        self.backend.state.borrow().logs.clone()
+    }
+
+    /// Nested agent calls made so far, as `delegate <agent>`, `invoke <app>:<agent>`, ...
+    pub fn agent_calls(&self) -> Vec<String> {
+        self.backend.state.borrow().agent_calls.clone()
+    }
+
+    /// Commitments added so far: (title, content, from_agent, due_at).
+    pub fn commitments(&self) -> Vec<(String, String, String, Option<String>)> {
+        self.backend.state.borrow().commitments.clone()
+    }
+}
+
+/// A room message for tests: posted by a user, mentioning `@<app>:<agent>`.
+pub fn room_message(room_id: &str, content: &str) -> RoomMessage {
+    RoomMessage {
+        id: "00000000-0000-4000-8000-000000000001".into(),
+        room_id: room_id.to_owned(),
+        tenant_id: "tenant-test".into(),
+        sender_type: SenderType::User,
+        sender_ref: "user:00000000-0000-4000-8000-0000000000aa".into(),
+        sender_display: "Test User".into(),
+        content: content.to_owned(),
+        mentions: Vec::new(),
+        metadata: "{}".into(),
+        created_at: "2026-01-01T00:00:00Z".into(),
+    }
+}
