@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::http::Response;
 use crate::{AgentCallError, CallInfo, EmitResult, Error, FetchResponse, LogLevel, RoomPost, ToolCallError};
 
 /// The platform as the SDK reaches it: the component's imports in wasm, mocks in tests.
@@ -38,6 +39,21 @@ pub trait Backend {
     fn add_commitment(&self, title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Result<String, ToolCallError>;
     /// `logging.log`.
     fn log(&self, level: LogLevel, message: &str);
+    /// Outbound HTTP (`wasi:http/outgoing-handler`), allowed only to `network.egress_hosts`.
+    fn http_send(&self, request: &OutboundRequest) -> Result<Response, String>;
+}
+
+/// An outbound HTTP request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundRequest {
+    /// Upper-case method.
+    pub method: String,
+    /// `http://` or `https://` URL.
+    pub url: String,
+    /// Header names and values.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
 }
 
 /// The context of one call. Its fields mirror the spec's `ctx`: `ctx.tools.call(...)`,
@@ -65,6 +81,8 @@ pub struct Ctx<'a> {
     pub commitments: Commitments<'a>,
     /// Structured logs.
     pub logger: Logger<'a>,
+    /// Outbound HTTP to the hosts in `network.egress_hosts`.
+    pub http: HttpClient<'a>,
 }
 
 impl<'a> Ctx<'a> {
@@ -83,6 +101,7 @@ impl<'a> Ctx<'a> {
             agent: Agent(backend),
             commitments: Commitments(backend),
             logger: Logger(backend),
+            http: HttpClient(backend),
         }
     }
 
@@ -298,5 +317,22 @@ impl Logger<'_> {
     /// A failure.
     pub fn error(&self, message: &str) {
         self.0.log(LogLevel::Error, message);
+    }
+}
+
+/// `ctx.http`: outbound HTTP. Only hosts in `network.egress_hosts` are reachable; the host
+/// refuses any other before connecting.
+#[derive(Clone, Copy)]
+pub struct HttpClient<'a>(&'a dyn Backend);
+
+impl HttpClient<'_> {
+    /// Sends a request.
+    pub fn send(&self, request: &OutboundRequest) -> Result<Response, Error> {
+        self.0.http_send(request).map_err(Error::Failed)
+    }
+
+    /// A GET request.
+    pub fn get(&self, url: &str) -> Result<Response, Error> {
+        self.send(&OutboundRequest { method: "GET".into(), url: url.to_owned(), headers: Vec::new(), body: Vec::new() })
     }
 }

@@ -64,7 +64,9 @@ pub use bindings::atrium::app::types::{
     AgentCallError, AppEvent, CallInfo, EmitResult, FetchResponse, HandlerError, InboundEnvelope, LogLevel,
     Registration, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
 };
-pub use ctx::{Agent, Apps, Backend, Commitments, Config, Ctx, Events, Logger, Rooms, Secrets, Team, Tools};
+pub use ctx::{
+    Agent, Apps, Backend, Commitments, Config, Ctx, Events, HttpClient, Logger, OutboundRequest, Rooms, Secrets, Team, Tools,
+};
 pub use error::{Error, RegistrationError, RegistrationErrorKind};
 pub use manifest::{
     LifecycleInfo, ManifestError, ManifestInfo, RouteInfo, SubscriptionInfo, ToolInfo, load_manifest,
@@ -78,6 +80,7 @@ pub type BuildFn = fn() -> Result<App, RegistrationError>;
 pub mod __private {
     #[cfg(target_arch = "wasm32")]
     pub use crate::wasm::*;
+    pub use serde_json::json;
     pub use wasip2;
 }
 

@@ -29,6 +29,8 @@ pub struct ManifestInfo {
     pub routes: &'static [RouteInfo],
     /// `install_settings` ids.
     pub settings: &'static [&'static str],
+    /// `network.egress_hosts`.
+    pub egress_hosts: &'static [&'static str],
 }
 
 /// One entry of `tools`.

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::http::{Request, Response};
 use crate::{
     AgentCallError, App, AppEvent, Backend, CallInfo, Ctx, EmitResult, FetchResponse, HandlerError, InboundEnvelope,
-    LogLevel, RegistrationError, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
+    LogLevel, OutboundRequest, RegistrationError, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
 };
 
 /// A recorded room post.
@@ -72,6 +72,8 @@ struct MockState {
     logs: Vec<(LogLevel, String)>,
     agent_calls: Vec<String>,
     commitments: Vec<(String, String, String, Option<String>)>,
+    http_mocks: BTreeMap<String, Response>,
+    http_requests: Vec<OutboundRequest>,
 }
 
 /// The mock platform behind a [`TestClient`].
@@ -220,6 +222,20 @@ impl Backend for MockBackend {
     fn log(&self, level: LogLevel, message: &str) {
         self.state.borrow_mut().logs.push((level, message.to_owned()));
     }
+
+    fn http_send(&self, request: &OutboundRequest) -> Result<Response, String> {
+        let host = request.url.split("://").nth(1).unwrap_or("").split(['/', '?', ':']).next().unwrap_or("").to_ascii_lowercase();
+        let allowed = self.manifest.egress_hosts.iter().any(|h| match h.strip_prefix("*.") {
+            Some(suffix) => host.ends_with(&format!(".{suffix}")),
+            None => h.eq_ignore_ascii_case(&host),
+        });
+        if !allowed {
+            return Err(format!("request refused: HttpRequestDenied (`{host}` is not in network.egress_hosts)"));
+        }
+        let mut state = self.state.borrow_mut();
+        state.http_requests.push(request.clone());
+        state.http_mocks.get(&request.url).cloned().ok_or_else(|| format!("no mock response for {}", request.url))
+    }
 }
 
 /// Runs an app natively against mocks.
@@ -325,6 +341,18 @@ impl TestClient {
             self.backend.state.borrow_mut().tools.insert(name, MockTool { scopes: Vec::new(), answer });
         }
         Ok(self)
+    }
+
+    /// Answers outbound requests to `url` (the host must still be in `network.egress_hosts`).
+    #[must_use]
+    pub fn mock_http(self, url: &str, response: Response) -> Self {
+        self.backend.state.borrow_mut().http_mocks.insert(url.to_owned(), response);
+        self
+    }
+
+    /// Outbound requests made so far.
+    pub fn http_requests(&self) -> Vec<OutboundRequest> {
+        self.backend.state.borrow().http_requests.clone()
     }
 
     /// Grants scopes to the install.

@@ -61,6 +61,9 @@ impl Backend for Imports {
     fn log(&self, level: LogLevel, message: &str) {
         wit::logging::log(level, message);
     }
+    fn http_send(&self, request: &crate::OutboundRequest) -> Result<Response, String> {
+        send_outbound(request)
+    }
 }
 
 fn build(build: BuildFn) -> Result<App, HandlerError> {
@@ -146,4 +149,73 @@ fn write_response(response: Response, out: ResponseOutparam) {
         let _ = stream.flush();
     }
     let _ = OutgoingBody::finish(body, None);
+}
+
+/// Largest outbound response body read.
+pub const MAX_OUTBOUND_BODY: u64 = 4 * 1024 * 1024;
+
+fn send_outbound(request: &crate::OutboundRequest) -> Result<Response, String> {
+    use wasip2::http::outgoing_handler;
+    use wasip2::http::types::{OutgoingRequest, Scheme};
+
+    let (scheme, rest) = if let Some(rest) = request.url.strip_prefix("https://") {
+        (Scheme::Https, rest)
+    } else if let Some(rest) = request.url.strip_prefix("http://") {
+        (Scheme::Http, rest)
+    } else {
+        return Err(format!("`{}` is not an http:// or https:// URL", request.url));
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let path = if path.starts_with('?') { format!("/{path}") } else { path.to_owned() };
+    let entries: Vec<(String, Vec<u8>)> =
+        request.headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.clone().into_bytes())).collect();
+    let headers = Fields::from_list(&entries).map_err(|e| format!("invalid headers: {e:?}"))?;
+    let outgoing = OutgoingRequest::new(headers);
+    let method = match request.method.to_ascii_uppercase().as_str() {
+        "GET" => Method::Get,
+        "POST" => Method::Post,
+        "PUT" => Method::Put,
+        "DELETE" => Method::Delete,
+        "PATCH" => Method::Patch,
+        "HEAD" => Method::Head,
+        other => Method::Other(other.to_owned()),
+    };
+    outgoing.set_method(&method).map_err(|()| "invalid method".to_owned())?;
+    outgoing.set_scheme(Some(&scheme)).map_err(|()| "invalid scheme".to_owned())?;
+    outgoing.set_authority(Some(authority)).map_err(|()| format!("invalid host `{authority}`"))?;
+    outgoing.set_path_with_query(Some(&path)).map_err(|()| format!("invalid path `{path}`"))?;
+    let body = outgoing.body().map_err(|()| "the request body is unavailable".to_owned())?;
+    if !request.body.is_empty() {
+        let mut stream = body.write().map_err(|()| "the request body is unavailable".to_owned())?;
+        stream.write_all(&request.body).map_err(|e| format!("writing the request body failed: {e}"))?;
+        stream.flush().map_err(|e| format!("writing the request body failed: {e}"))?;
+    }
+    let future = outgoing_handler::handle(outgoing, None).map_err(|e| format!("request refused: {e:?}"))?;
+    OutgoingBody::finish(body, None).map_err(|e| format!("request refused: {e:?}"))?;
+    future.subscribe().block();
+    let incoming = match future.get() {
+        Some(Ok(Ok(response))) => response,
+        Some(Ok(Err(code))) => return Err(format!("request failed: {code:?}")),
+        Some(Err(())) | None => return Err("request failed: no response".into()),
+    };
+    let status = incoming.status();
+    let headers = incoming
+        .headers()
+        .entries()
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
+        .collect();
+    let mut bytes = Vec::new();
+    if let Ok(body) = incoming.consume()
+        && let Ok(mut stream) = body.stream()
+    {
+        (&mut stream)
+            .take(MAX_OUTBOUND_BODY)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("reading the response failed: {e}"))?;
+    }
+    Ok(Response { status, headers, body: bytes })
 }

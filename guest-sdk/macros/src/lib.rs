@@ -86,6 +86,7 @@ fn info_tokens(m: &Manifest, path: &str) -> proc_macro2::TokenStream {
         quote! { ::atrium_sdk::RouteInfo { method: #method, path: #route, public: #public } }
     });
     let settings = strs(m.install_settings.iter().map(|s| &s.id));
+    let egress_hosts = strs(&m.network.egress_hosts);
     quote! {
         ::atrium_sdk::ManifestInfo {
             source: ::core::include_str!(#path),
@@ -105,6 +106,7 @@ fn info_tokens(m: &Manifest, path: &str) -> proc_macro2::TokenStream {
             subscriptions: &[#(#subscriptions),*],
             routes: &[#(#routes),*],
             settings: #settings,
+            egress_hosts: #egress_hosts,
         }
     }
 }
