@@ -7,7 +7,10 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{RegistrationError, RegistrationErrorKind as Kind};
 use crate::http::{Request, Response};
-use crate::{AppEvent, Ctx, Error, HandlerError, InboundEnvelope, ManifestInfo, Registration, RoomMessage, UserAdded};
+use crate::{
+    AppEvent, Ctx, Error, HandlerError, InboundEnvelope, ManifestInfo, Registration, RoomMessage,
+    UserAdded,
+};
 
 type Handler<A, R> = Box<dyn Fn(&Ctx<'_>, A) -> Result<R, Error>>;
 type JsonHandler = Handler<serde_json::Value, serde_json::Value>;
@@ -44,7 +47,11 @@ fn fail(kind: Kind, message: String) -> RegistrationError {
 
 fn listing(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
     let names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_owned()).collect();
-    if names.is_empty() { "none are declared".to_owned() } else { format!("declared: {}", names.join(", ")) }
+    if names.is_empty() {
+        "none are declared".to_owned()
+    } else {
+        format!("declared: {}", names.join(", "))
+    }
 }
 
 impl App {
@@ -81,7 +88,12 @@ impl App {
     }
 
     /// Registers a tool handler with options (the TypeScript SDK's `scopesRequired`).
-    pub fn tool_with<A, R, F>(&mut self, name: &str, options: ToolOptions<'_>, handler: F) -> Result<&mut Self, RegistrationError>
+    pub fn tool_with<A, R, F>(
+        &mut self,
+        name: &str,
+        options: ToolOptions<'_>,
+        handler: F,
+    ) -> Result<&mut Self, RegistrationError>
     where
         A: DeserializeOwned + 'static,
         R: Serialize + 'static,
@@ -91,10 +103,18 @@ impl App {
         if !m.tools.iter().any(|t| t.name == name) {
             return Err(fail(
                 Kind::UnknownTool,
-                format!("cannot register tool `{name}`: it is not in the manifest's tools ({})", listing(m.tools.iter().map(|t| t.name))),
+                format!(
+                    "cannot register tool `{name}`: it is not in the manifest's tools ({})",
+                    listing(m.tools.iter().map(|t| t.name))
+                ),
             ));
         }
-        let outside: Vec<&str> = options.scopes_required.iter().copied().filter(|s| !m.required_scopes.contains(s)).collect();
+        let outside: Vec<&str> = options
+            .scopes_required
+            .iter()
+            .copied()
+            .filter(|s| !m.required_scopes.contains(s))
+            .collect();
         if !outside.is_empty() {
             return Err(fail(
                 Kind::ScopeNotRequired,
@@ -109,15 +129,22 @@ impl App {
             return Err(double("tool", name));
         }
         let wrapped: JsonHandler = Box::new(move |ctx, args| {
-            let args: A = serde_json::from_value(args).map_err(|e| Error::InvalidInput(format!("the arguments do not match: {e}")))?;
+            let args: A = serde_json::from_value(args)
+                .map_err(|e| Error::InvalidInput(format!("the arguments do not match: {e}")))?;
             let result = handler(ctx, args)?;
-            serde_json::to_value(result).map_err(|e| Error::Failed(format!("the result does not serialize: {e}")))
+            serde_json::to_value(result)
+                .map_err(|e| Error::Failed(format!("the result does not serialize: {e}")))
         });
         self.tools.insert(name.to_owned(), wrapped);
         Ok(self)
     }
 
-    fn check_hook(&self, hook: &str, enabled: bool, present: bool) -> Result<(), RegistrationError> {
+    fn check_hook(
+        &self,
+        hook: &str,
+        enabled: bool,
+        present: bool,
+    ) -> Result<(), RegistrationError> {
         if !enabled {
             return Err(fail(
                 Kind::LifecycleDisabled,
@@ -131,15 +158,29 @@ impl App {
     }
 
     /// Registers the `on_install` handler; needs `lifecycle.on_install: true`.
-    pub fn on_install(&mut self, handler: impl Fn(&Ctx<'_>) -> Result<(), Error> + 'static) -> Result<&mut Self, RegistrationError> {
-        self.check_hook(HOOKS[0], self.manifest.lifecycle.on_install, self.install.is_some())?;
+    pub fn on_install(
+        &mut self,
+        handler: impl Fn(&Ctx<'_>) -> Result<(), Error> + 'static,
+    ) -> Result<&mut Self, RegistrationError> {
+        self.check_hook(
+            HOOKS[0],
+            self.manifest.lifecycle.on_install,
+            self.install.is_some(),
+        )?;
         self.install = Some(Box::new(move |ctx, ()| handler(ctx)));
         Ok(self)
     }
 
     /// Registers the `on_uninstall` handler; needs `lifecycle.on_uninstall: true`.
-    pub fn on_uninstall(&mut self, handler: impl Fn(&Ctx<'_>) -> Result<(), Error> + 'static) -> Result<&mut Self, RegistrationError> {
-        self.check_hook(HOOKS[1], self.manifest.lifecycle.on_uninstall, self.uninstall.is_some())?;
+    pub fn on_uninstall(
+        &mut self,
+        handler: impl Fn(&Ctx<'_>) -> Result<(), Error> + 'static,
+    ) -> Result<&mut Self, RegistrationError> {
+        self.check_hook(
+            HOOKS[1],
+            self.manifest.lifecycle.on_uninstall,
+            self.uninstall.is_some(),
+        )?;
         self.uninstall = Some(Box::new(move |ctx, ()| handler(ctx)));
         Ok(self)
     }
@@ -149,7 +190,11 @@ impl App {
         &mut self,
         handler: impl Fn(&Ctx<'_>, InboundEnvelope) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        self.check_hook(HOOKS[2], self.manifest.lifecycle.on_inbound, self.inbound.is_some())?;
+        self.check_hook(
+            HOOKS[2],
+            self.manifest.lifecycle.on_inbound,
+            self.inbound.is_some(),
+        )?;
         self.inbound = Some(Box::new(handler));
         Ok(self)
     }
@@ -159,7 +204,11 @@ impl App {
         &mut self,
         handler: impl Fn(&Ctx<'_>, UserAdded) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        self.check_hook(HOOKS[3], self.manifest.lifecycle.on_user_added, self.user_added.is_some())?;
+        self.check_hook(
+            HOOKS[3],
+            self.manifest.lifecycle.on_user_added,
+            self.user_added.is_some(),
+        )?;
         self.user_added = Some(Box::new(handler));
         Ok(self)
     }
@@ -174,13 +223,17 @@ impl App {
         if !schedules.contains(&name) {
             return Err(fail(
                 Kind::UnknownSchedule,
-                format!("cannot register schedule `{name}`: it is not in lifecycle.schedules ({})", listing(schedules)),
+                format!(
+                    "cannot register schedule `{name}`: it is not in lifecycle.schedules ({})",
+                    listing(schedules)
+                ),
             ));
         }
         if self.schedules.contains_key(name) {
             return Err(double("schedule", name));
         }
-        self.schedules.insert(name.to_owned(), Box::new(move |ctx, ()| handler(ctx)));
+        self.schedules
+            .insert(name.to_owned(), Box::new(move |ctx, ()| handler(ctx)));
         Ok(self)
     }
 
@@ -208,7 +261,8 @@ impl App {
             name.to_owned(),
             Box::new(move |ctx, event| {
                 let result = handler(ctx, event)?;
-                serde_json::to_value(result).map_err(|e| Error::Failed(format!("the result does not serialize: {e}")))
+                serde_json::to_value(result)
+                    .map_err(|e| Error::Failed(format!("the result does not serialize: {e}")))
             }),
         );
         Ok(self)
@@ -221,7 +275,10 @@ impl App {
         handler: impl Fn(&Ctx<'_>, &str, RoomMessage) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
         if self.manifest.agents.is_empty() {
-            return Err(fail(Kind::NoAgent, "cannot register on_message: the manifest declares no agent to be mentioned".into()));
+            return Err(fail(
+                Kind::NoAgent,
+                "cannot register on_message: the manifest declares no agent to be mentioned".into(),
+            ));
         }
         if self.room_message.is_some() {
             return Err(double("room handler", "on_message"));
@@ -238,40 +295,73 @@ impl App {
         handler: impl Fn(&Ctx<'_>, Request) -> Result<Response, Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
         let method_upper = method.to_ascii_uppercase();
-        let Some(route) = self.manifest.routes.iter().find(|r| r.method == method_upper && r.path == path) else {
+        let Some(route) = self
+            .manifest
+            .routes
+            .iter()
+            .find(|r| r.method == method_upper && r.path == path)
+        else {
             return Err(fail(
                 Kind::UnknownRoute,
                 format!(
                     "cannot register route `{method_upper} {path}`: it is not in the manifest's http_routes ({})",
-                    listing(self.manifest.routes.iter().map(|r| format!("{} {}", r.method, r.path)))
+                    listing(
+                        self.manifest
+                            .routes
+                            .iter()
+                            .map(|r| format!("{} {}", r.method, r.path))
+                    )
                 ),
             ));
         };
-        if self.routes.iter().any(|(m, p, _)| *m == route.method && *p == route.path) {
+        if self
+            .routes
+            .iter()
+            .any(|(m, p, _)| *m == route.method && *p == route.path)
+        {
             return Err(double("route", &format!("{method_upper} {path}")));
         }
-        self.routes.push((route.method, route.path, Box::new(handler)));
+        self.routes
+            .push((route.method, route.path, Box::new(handler)));
         Ok(self)
     }
 
     /// What is registered, as the host's health check reads it.
     pub fn registration(&self) -> Registration {
-        let hooks = [self.install.is_some(), self.uninstall.is_some(), self.inbound.is_some(), self.user_added.is_some()];
+        let hooks = [
+            self.install.is_some(),
+            self.uninstall.is_some(),
+            self.inbound.is_some(),
+            self.user_added.is_some(),
+        ];
         Registration {
             manifest: self.manifest.source.to_owned(),
             tools: self.tools.keys().cloned().collect(),
-            lifecycle: HOOKS.iter().zip(hooks).filter(|(_, on)| *on).map(|(h, _)| (*h).to_owned()).collect(),
+            lifecycle: HOOKS
+                .iter()
+                .zip(hooks)
+                .filter(|(_, on)| *on)
+                .map(|(h, _)| (*h).to_owned())
+                .collect(),
             schedules: self.schedules.keys().cloned().collect(),
             events: self.events.keys().cloned().collect(),
             room_messages: self.room_message.is_some(),
-            routes: self.routes.iter().map(|(m, p, _)| format!("{m} {p}")).collect(),
+            routes: self
+                .routes
+                .iter()
+                .map(|(m, p, _)| format!("{m} {p}"))
+                .collect(),
         }
     }
 
     /// Runs tool `name` with JSON arguments.
     pub fn call_tool(&self, ctx: &Ctx<'_>, name: &str, args: &str) -> Result<String, HandlerError> {
-        let handler = self.tools.get(name).ok_or_else(|| HandlerError::NoHandler(format!("tool `{name}`")))?;
-        let args = serde_json::from_str(args).map_err(|e| HandlerError::InvalidInput(format!("the arguments are not JSON: {e}")))?;
+        let handler = self
+            .tools
+            .get(name)
+            .ok_or_else(|| HandlerError::NoHandler(format!("tool `{name}`")))?;
+        let args = serde_json::from_str(args)
+            .map_err(|e| HandlerError::InvalidInput(format!("the arguments are not JSON: {e}")))?;
         let result = handler(ctx, args)?;
         Ok(result.to_string())
     }
@@ -289,19 +379,28 @@ impl App {
 
     /// Runs the `on_inbound` handler.
     pub fn inbound(&self, ctx: &Ctx<'_>, envelope: InboundEnvelope) -> Result<(), HandlerError> {
-        let handler = self.inbound.as_ref().ok_or_else(|| HandlerError::NoHandler("on_inbound".into()))?;
+        let handler = self
+            .inbound
+            .as_ref()
+            .ok_or_else(|| HandlerError::NoHandler("on_inbound".into()))?;
         Ok(handler(ctx, envelope)?)
     }
 
     /// Runs the `on_user_added` handler.
     pub fn user_added(&self, ctx: &Ctx<'_>, user: UserAdded) -> Result<(), HandlerError> {
-        let handler = self.user_added.as_ref().ok_or_else(|| HandlerError::NoHandler("on_user_added".into()))?;
+        let handler = self
+            .user_added
+            .as_ref()
+            .ok_or_else(|| HandlerError::NoHandler("on_user_added".into()))?;
         Ok(handler(ctx, user)?)
     }
 
     /// Runs the handler of schedule `name`.
     pub fn schedule(&self, ctx: &Ctx<'_>, name: &str) -> Result<(), HandlerError> {
-        let handler = self.schedules.get(name).ok_or_else(|| HandlerError::NoHandler(format!("schedule `{name}`")))?;
+        let handler = self
+            .schedules
+            .get(name)
+            .ok_or_else(|| HandlerError::NoHandler(format!("schedule `{name}`")))?;
         Ok(handler(ctx, ())?)
     }
 
@@ -316,8 +415,16 @@ impl App {
     }
 
     /// Runs the room `on_message` handler for the mentioned agent.
-    pub fn room_message(&self, ctx: &Ctx<'_>, agent: &str, message: RoomMessage) -> Result<(), HandlerError> {
-        let handler = self.room_message.as_ref().ok_or_else(|| HandlerError::NoHandler("on_message".into()))?;
+    pub fn room_message(
+        &self,
+        ctx: &Ctx<'_>,
+        agent: &str,
+        message: RoomMessage,
+    ) -> Result<(), HandlerError> {
+        let handler = self
+            .room_message
+            .as_ref()
+            .ok_or_else(|| HandlerError::NoHandler("on_message".into()))?;
         Ok(handler(ctx, agent, message)?)
     }
 
@@ -326,7 +433,9 @@ impl App {
     pub fn serve(&self, ctx: &Ctx<'_>, mut request: Request) -> Response {
         let mut path_matched = false;
         for (method, pattern, handler) in &self.routes {
-            let Some(params) = atrium_manifest::match_route(pattern, &request.path) else { continue };
+            let Some(params) = atrium_manifest::match_route(pattern, &request.path) else {
+                continue;
+            };
             path_matched = true;
             if !method.eq_ignore_ascii_case(&request.method) {
                 continue;
@@ -338,10 +447,17 @@ impl App {
                 Err(e) => Response::text(500, &e.to_string()),
             };
         }
-        if path_matched { Response::text(405, "method not allowed") } else { Response::text(404, "no such route") }
+        if path_matched {
+            Response::text(405, "method not allowed")
+        } else {
+            Response::text(404, "no such route")
+        }
     }
 }
 
 fn double(what: &str, name: &str) -> RegistrationError {
-    fail(Kind::DoubleRegistration, format!("cannot register {what} `{name}` twice: a handler is already registered"))
+    fail(
+        Kind::DoubleRegistration,
+        format!("cannot register {what} `{name}` twice: a handler is already registered"),
+    )
 }

@@ -7,7 +7,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::http::Response;
-use crate::{AgentCallError, CallInfo, EmitResult, Error, FetchResponse, LogLevel, RoomPost, ToolCallError};
+use crate::{
+    AgentCallError, CallInfo, EmitResult, Error, FetchResponse, LogLevel, RoomPost, ToolCallError,
+};
 
 /// The platform as the SDK reaches it: the component's imports in wasm, mocks in tests.
 pub trait Backend {
@@ -24,19 +26,42 @@ pub trait Backend {
     /// `config.all`.
     fn config_all(&self) -> String;
     /// `rooms.post`.
-    fn room_post(&self, room_id: &str, content: &str, from_agent: &str, metadata: Option<&str>) -> Result<RoomPost, ToolCallError>;
+    fn room_post(
+        &self,
+        room_id: &str,
+        content: &str,
+        from_agent: &str,
+        metadata: Option<&str>,
+    ) -> Result<RoomPost, ToolCallError>;
     /// `team.delegate`.
-    fn delegate(&self, target: &str, prompt: &str, from_agent: &str) -> Result<String, AgentCallError>;
+    fn delegate(
+        &self,
+        target: &str,
+        prompt: &str,
+        from_agent: &str,
+    ) -> Result<String, AgentCallError>;
     /// `apps.invoke`.
     fn invoke(&self, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError>;
     /// `apps.fetch`.
-    fn fetch(&self, app: &str, path: &str, method: &str, body: Option<&[u8]>) -> Result<FetchResponse, AgentCallError>;
+    fn fetch(
+        &self,
+        app: &str,
+        path: &str,
+        method: &str,
+        body: Option<&[u8]>,
+    ) -> Result<FetchResponse, AgentCallError>;
     /// `events.emit`.
     fn emit(&self, name: &str, payload: &str) -> Result<EmitResult, AgentCallError>;
     /// `agent.ask`.
     fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError>;
     /// `commitments.add`.
-    fn add_commitment(&self, title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Result<String, ToolCallError>;
+    fn add_commitment(
+        &self,
+        title: &str,
+        content: &str,
+        from_agent: &str,
+        due_at: Option<&str>,
+    ) -> Result<String, ToolCallError>;
     /// `logging.log`.
     fn log(&self, level: LogLevel, message: &str);
     /// Outbound HTTP (`wasi:http/outgoing-handler`), allowed only to `network.egress_hosts`.
@@ -141,7 +166,9 @@ impl<'a> Ctx<'a> {
 
     /// The public URL of one of the app's public routes for this tenant.
     pub fn public_callback_url(&self, path: &str) -> Result<String, Error> {
-        self.backend.public_callback_url(path).map_err(Error::Failed)
+        self.backend
+            .public_callback_url(path)
+            .map_err(Error::Failed)
     }
 }
 
@@ -156,14 +183,19 @@ impl Tools<'_> {
     }
 
     /// Calls a platform tool and deserializes its result.
-    pub fn call_as<T: DeserializeOwned>(&self, name: &str, args: impl Serialize) -> Result<T, ToolCallError> {
+    pub fn call_as<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        args: impl Serialize,
+    ) -> Result<T, ToolCallError> {
         let bad = |message: String| ToolCallError {
             tool_name: name.to_owned(),
             decision: "invalid_arguments".into(),
             message,
             needed_scopes: Vec::new(),
         };
-        let args = serde_json::to_string(&args).map_err(|e| bad(format!("the arguments do not serialize: {e}")))?;
+        let args = serde_json::to_string(&args)
+            .map_err(|e| bad(format!("the arguments do not serialize: {e}")))?;
         let result = self.0.call_tool(name, &args)?;
         serde_json::from_str(&result).map_err(|e| ToolCallError {
             tool_name: name.to_owned(),
@@ -182,7 +214,9 @@ impl Secrets<'_> {
     /// A secret's value, or none when it is not set, the key is malformed, or the platform
     /// cannot be reached (the spec: `get` returns null and does not throw).
     pub fn get(&self, key: &str) -> Option<String> {
-        atrium_manifest::rules::is_secret_key(key).then(|| self.0.secret(key)).flatten()
+        atrium_manifest::rules::is_secret_key(key)
+            .then(|| self.0.secret(key))
+            .flatten()
     }
 }
 
@@ -193,7 +227,9 @@ pub struct Config<'a>(&'a dyn Backend);
 impl Config<'_> {
     /// A setting's value, or none when it is not filled in.
     pub fn get(&self, key: &str) -> Option<Value> {
-        self.0.config_get(key).and_then(|v| serde_json::from_str(&v).ok())
+        self.0
+            .config_get(key)
+            .and_then(|v| serde_json::from_str(&v).ok())
     }
 
     /// A setting's value as a type, or none when it is not filled in or has another shape.
@@ -216,7 +252,12 @@ pub struct Rooms<'a>(&'a dyn Backend);
 
 impl Rooms<'_> {
     /// Posts to a room as the app's agent `from_agent`.
-    pub fn post(&self, room_id: &str, content: &str, from_agent: &str) -> Result<RoomPost, ToolCallError> {
+    pub fn post(
+        &self,
+        room_id: &str,
+        content: &str,
+        from_agent: &str,
+    ) -> Result<RoomPost, ToolCallError> {
         self.0.room_post(room_id, content, from_agent, None)
     }
 
@@ -228,7 +269,8 @@ impl Rooms<'_> {
         from_agent: &str,
         metadata: &Value,
     ) -> Result<RoomPost, ToolCallError> {
-        self.0.room_post(room_id, content, from_agent, Some(&metadata.to_string()))
+        self.0
+            .room_post(room_id, content, from_agent, Some(&metadata.to_string()))
     }
 }
 
@@ -238,7 +280,12 @@ pub struct Team<'a>(&'a dyn Backend);
 
 impl Team<'_> {
     /// Delegates `prompt` to agent `target` of this app on behalf of `from_agent`.
-    pub fn delegate(&self, target: &str, prompt: &str, from_agent: &str) -> Result<String, AgentCallError> {
+    pub fn delegate(
+        &self,
+        target: &str,
+        prompt: &str,
+        from_agent: &str,
+    ) -> Result<String, AgentCallError> {
         self.0.delegate(target, prompt, from_agent)
     }
 }
@@ -254,7 +301,13 @@ impl Apps<'_> {
     }
 
     /// Calls an HTTP route of app `app`.
-    pub fn fetch(&self, app: &str, path: &str, method: &str, body: Option<&[u8]>) -> Result<FetchResponse, AgentCallError> {
+    pub fn fetch(
+        &self,
+        app: &str,
+        path: &str,
+        method: &str,
+        body: Option<&[u8]>,
+    ) -> Result<FetchResponse, AgentCallError> {
         self.0.fetch(app, path, method, body)
     }
 }
@@ -266,8 +319,9 @@ pub struct Events<'a>(&'a dyn Backend);
 impl Events<'_> {
     /// Emits event `name` (declared in `emits`) with a payload.
     pub fn emit(&self, name: &str, payload: impl Serialize) -> Result<EmitResult, AgentCallError> {
-        let payload = serde_json::to_string(&payload)
-            .map_err(|e| AgentCallError { reason: format!("the payload does not serialize: {e}") })?;
+        let payload = serde_json::to_string(&payload).map_err(|e| AgentCallError {
+            reason: format!("the payload does not serialize: {e}"),
+        })?;
         self.0.emit(name, &payload)
     }
 }
@@ -289,7 +343,13 @@ pub struct Commitments<'a>(&'a dyn Backend);
 
 impl Commitments<'_> {
     /// Records a commitment of agent `from_agent`; `due_at` is ISO-8601.
-    pub fn add(&self, title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Result<String, ToolCallError> {
+    pub fn add(
+        &self,
+        title: &str,
+        content: &str,
+        from_agent: &str,
+        due_at: Option<&str>,
+    ) -> Result<String, ToolCallError> {
         self.0.add_commitment(title, content, from_agent, due_at)
     }
 }
@@ -333,6 +393,11 @@ impl HttpClient<'_> {
 
     /// A GET request.
     pub fn get(&self, url: &str) -> Result<Response, Error> {
-        self.send(&OutboundRequest { method: "GET".into(), url: url.to_owned(), headers: Vec::new(), body: Vec::new() })
+        self.send(&OutboundRequest {
+            method: "GET".into(),
+            url: url.to_owned(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        })
     }
 }

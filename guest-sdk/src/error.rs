@@ -32,7 +32,11 @@ impl std::fmt::Display for Error {
         match self {
             Error::InvalidInput(m) => write!(f, "invalid input: {m}"),
             Error::Tool(e) => {
-                write!(f, "tool call `{}` failed ({}): {}", e.tool_name, e.decision, e.message)?;
+                write!(
+                    f,
+                    "tool call `{}` failed ({}): {}",
+                    e.tool_name, e.decision, e.message
+                )?;
                 if !e.needed_scopes.is_empty() {
                     write!(f, " [needed scopes: {}]", e.needed_scopes.join(", "))?;
                 }

@@ -20,22 +20,35 @@ pub struct Request {
 impl Request {
     /// The value of placeholder `name`.
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The first value of header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// The value of query parameter `name` (not percent-decoded).
     pub fn query_param(&self, name: &str) -> Option<&str> {
-        self.query.as_deref()?.split('&').filter_map(|pair| pair.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
+        self.query
+            .as_deref()?
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
     }
 
     /// The body parsed as JSON.
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::Error> {
-        serde_json::from_slice(&self.body).map_err(|e| crate::Error::invalid_input(format!("the body is not the expected JSON: {e}")))
+        serde_json::from_slice(&self.body).map_err(|e| {
+            crate::Error::invalid_input(format!("the body is not the expected JSON: {e}"))
+        })
     }
 }
 
@@ -53,13 +66,21 @@ pub struct Response {
 impl Response {
     /// A response with a status and no body.
     pub fn status(status: u16) -> Self {
-        Response { status, headers: Vec::new(), body: Vec::new() }
+        Response {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
     }
 
     /// 200 with a JSON body.
     pub fn json(value: &impl serde::Serialize) -> Self {
         match serde_json::to_vec(value) {
-            Ok(body) => Response { status: 200, headers: vec![("content-type".into(), "application/json".into())], body },
+            Ok(body) => Response {
+                status: 200,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body,
+            },
             Err(e) => Response::text(500, &format!("the response does not serialize: {e}")),
         }
     }

@@ -61,16 +61,17 @@ pub mod bindings {
 pub use app::{App, ToolOptions};
 pub use atrium_sdk_macros::manifest;
 pub use bindings::atrium::app::types::{
-    AgentCallError, AppEvent, CallInfo, EmitResult, FetchResponse, HandlerError, InboundEnvelope, LogLevel,
-    Registration, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
+    AgentCallError, AppEvent, CallInfo, EmitResult, FetchResponse, HandlerError, InboundEnvelope,
+    LogLevel, Registration, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
 };
 pub use ctx::{
-    Agent, Apps, Backend, Commitments, Config, Ctx, Events, HttpClient, Logger, OutboundRequest, Rooms, Secrets, Team, Tools,
+    Agent, Apps, Backend, Commitments, Config, Ctx, Events, HttpClient, Logger, OutboundRequest,
+    Rooms, Secrets, Team, Tools,
 };
 pub use error::{Error, RegistrationError, RegistrationErrorKind};
 pub use manifest::{
-    LifecycleInfo, ManifestError, ManifestInfo, RouteInfo, SubscriptionInfo, ToolInfo, load_manifest,
-    load_manifest_from_str,
+    LifecycleInfo, ManifestError, ManifestInfo, RouteInfo, SubscriptionInfo, ToolInfo,
+    load_manifest, load_manifest_from_str,
 };
 
 /// What [`export!`] needs: the function that builds the app.
@@ -94,7 +95,9 @@ macro_rules! export {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             use $crate::bindings::exports::atrium::app::handlers::Guest;
-            use $crate::{AppEvent, HandlerError, InboundEnvelope, Registration, RoomMessage, UserAdded};
+            use $crate::{
+                AppEvent, HandlerError, InboundEnvelope, Registration, RoomMessage, UserAdded,
+            };
 
             pub struct AtriumApp;
 
@@ -109,7 +112,9 @@ macro_rules! export {
                     $crate::__private::with_app($build, |app, ctx| app.lifecycle(ctx, "on_install"))
                 }
                 fn on_uninstall() -> Result<(), HandlerError> {
-                    $crate::__private::with_app($build, |app, ctx| app.lifecycle(ctx, "on_uninstall"))
+                    $crate::__private::with_app($build, |app, ctx| {
+                        app.lifecycle(ctx, "on_uninstall")
+                    })
                 }
                 fn on_inbound(envelope: InboundEnvelope) -> Result<(), HandlerError> {
                     $crate::__private::with_app($build, |app, ctx| app.inbound(ctx, envelope))
@@ -123,12 +128,17 @@ macro_rules! export {
                 fn on_event(event: AppEvent) -> Result<String, HandlerError> {
                     $crate::__private::with_app($build, |app, ctx| app.event(ctx, event))
                 }
-                fn on_message(agent_slug: String, message: RoomMessage) -> Result<(), HandlerError> {
-                    $crate::__private::with_app($build, |app, ctx| app.room_message(ctx, &agent_slug, message))
+                fn on_message(
+                    agent_slug: String,
+                    message: RoomMessage,
+                ) -> Result<(), HandlerError> {
+                    $crate::__private::with_app($build, |app, ctx| {
+                        app.room_message(ctx, &agent_slug, message)
+                    })
                 }
             }
 
-            impl $crate::__private::wasip2::exports::http::incoming_handler::Guest for AtriumApp {
+    impl $crate::__private::wasip2::exports::http::incoming_handler::Guest for AtriumApp {
                 fn handle(
                     request: $crate::__private::wasip2::http::types::IncomingRequest,
                     out: $crate::__private::wasip2::http::types::ResponseOutparam,

@@ -102,7 +102,14 @@ pub fn load_manifest_from_str(text: &str) -> Result<atrium_manifest::Manifest, M
     let problems: Vec<String> = validation
         .errors()
         .map(|p| {
-            format!("{}:{}: error[{}] {}: {}", p.line.unwrap_or(1), p.column.unwrap_or(1), p.code.as_str(), p.path, p.message)
+            format!(
+                "{}:{}: error[{}] {}: {}",
+                p.line.unwrap_or(1),
+                p.column.unwrap_or(1),
+                p.code.as_str(),
+                p.path,
+                p.message
+            )
         })
         .collect();
     match validation.manifest {
@@ -114,7 +121,8 @@ pub fn load_manifest_from_str(text: &str) -> Result<atrium_manifest::Manifest, M
 /// Loads and strictly validates a manifest file (the spec's `loadManifest`).
 pub fn load_manifest(path: impl AsRef<Path>) -> Result<atrium_manifest::Manifest, ManifestError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ManifestError { problems: vec![format!("cannot read {}: {e}", path.display())] })?;
+    let text = std::fs::read_to_string(path).map_err(|e| ManifestError {
+        problems: vec![format!("cannot read {}: {e}", path.display())],
+    })?;
     load_manifest_from_str(&text)
 }

@@ -24,8 +24,9 @@ use serde_json::{Value, json};
 
 use crate::http::{Request, Response};
 use crate::{
-    AgentCallError, App, AppEvent, Backend, CallInfo, Ctx, EmitResult, FetchResponse, HandlerError, InboundEnvelope,
-    LogLevel, OutboundRequest, RegistrationError, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
+    AgentCallError, App, AppEvent, Backend, CallInfo, Ctx, EmitResult, FetchResponse, HandlerError,
+    InboundEnvelope, LogLevel, OutboundRequest, RegistrationError, RoomMessage, RoomPost,
+    SenderType, ToolCallError, UserAdded,
 };
 
 /// A recorded room post.
@@ -85,16 +86,25 @@ struct MockBackend {
 }
 
 fn tool_error(tool: &str, decision: &str, message: String) -> ToolCallError {
-    ToolCallError { tool_name: tool.to_owned(), decision: decision.to_owned(), message, needed_scopes: Vec::new() }
+    ToolCallError {
+        tool_name: tool.to_owned(),
+        decision: decision.to_owned(),
+        message,
+        needed_scopes: Vec::new(),
+    }
 }
 
 impl MockBackend {
     fn nested(&self, target: String) -> Result<(), AgentCallError> {
         if self.info.chain_depth + 1 > 8 {
-            return Err(AgentCallError { reason: "chain depth exceeded: the limit is 8".into() });
+            return Err(AgentCallError {
+                reason: "chain depth exceeded: the limit is 8".into(),
+            });
         }
         if self.info.public_route {
-            return Err(AgentCallError { reason: "not available on a public route".into() });
+            return Err(AgentCallError {
+                reason: "not available on a public route".into(),
+            });
         }
         self.state.borrow_mut().agent_calls.push(target);
         Ok(())
@@ -107,21 +117,38 @@ impl Backend for MockBackend {
     }
 
     fn public_callback_url(&self, path: &str) -> Result<String, String> {
-        let public = self.manifest.routes.iter().any(|r| r.public && atrium_manifest::match_route(r.path, path).is_some());
+        let public = self
+            .manifest
+            .routes
+            .iter()
+            .any(|r| r.public && atrium_manifest::match_route(r.path, path).is_some());
         if !public {
             return Err(format!("`{path}` matches no public route of this app"));
         }
-        Ok(format!("http://127.0.0.1:8787/api/apps/{}/public/t/{}{path}", self.info.app_id, self.info.tenant_id))
+        Ok(format!(
+            "http://127.0.0.1:8787/api/apps/{}/public/t/{}{path}",
+            self.info.app_id, self.info.tenant_id
+        ))
     }
 
     fn call_tool(&self, name: &str, args: &str) -> Result<String, ToolCallError> {
-        let args: Value = serde_json::from_str(args).map_err(|e| tool_error(name, "invalid_arguments", e.to_string()))?;
+        let args: Value = serde_json::from_str(args)
+            .map_err(|e| tool_error(name, "invalid_arguments", e.to_string()))?;
         let mut state = self.state.borrow_mut();
         state.tool_calls.push((name.to_owned(), args));
         let Some(tool) = state.tools.get(name) else {
-            return Err(tool_error(name, "unmocked", format!("tool `{name}` is not mocked")));
+            return Err(tool_error(
+                name,
+                "unmocked",
+                format!("tool `{name}` is not mocked"),
+            ));
         };
-        let needed: Vec<String> = tool.scopes.iter().filter(|s| !state.granted.contains(*s)).cloned().collect();
+        let needed: Vec<String> = tool
+            .scopes
+            .iter()
+            .filter(|s| !state.granted.contains(*s))
+            .cloned()
+            .collect();
         if !needed.is_empty() {
             return Err(ToolCallError {
                 tool_name: name.to_owned(),
@@ -145,14 +172,31 @@ impl Backend for MockBackend {
         Value::Object(self.state.borrow().settings.clone()).to_string()
     }
 
-    fn room_post(&self, room_id: &str, content: &str, from_agent: &str, metadata: Option<&str>) -> Result<RoomPost, ToolCallError> {
+    fn room_post(
+        &self,
+        room_id: &str,
+        content: &str,
+        from_agent: &str,
+        metadata: Option<&str>,
+    ) -> Result<RoomPost, ToolCallError> {
         if from_agent.is_empty() {
-            return Err(tool_error("rooms.post", "invalid_arguments", "from_agent is required".into()));
+            return Err(tool_error(
+                "rooms.post",
+                "invalid_arguments",
+                "from_agent is required".into(),
+            ));
         }
         if !self.manifest.agents.contains(&from_agent) {
-            return Err(tool_error("rooms.post", "unknown_agent", format!("`{from_agent}` is not an agent of this app")));
+            return Err(tool_error(
+                "rooms.post",
+                "unknown_agent",
+                format!("`{from_agent}` is not an agent of this app"),
+            ));
         }
-        let metadata = metadata.map(serde_json::from_str::<Value>).transpose().map_err(|e| tool_error("rooms.post", "invalid_arguments", e.to_string()))?;
+        let metadata = metadata
+            .map(serde_json::from_str::<Value>)
+            .transpose()
+            .map_err(|e| tool_error("rooms.post", "invalid_arguments", e.to_string()))?;
         let mut posts = self.rooms.posts.borrow_mut();
         posts.push(RecordedPost {
             room_id: room_id.to_owned(),
@@ -177,9 +221,16 @@ impl Backend for MockBackend {
         })
     }
 
-    fn delegate(&self, target: &str, prompt: &str, from_agent: &str) -> Result<String, AgentCallError> {
+    fn delegate(
+        &self,
+        target: &str,
+        prompt: &str,
+        from_agent: &str,
+    ) -> Result<String, AgentCallError> {
         if from_agent.is_empty() {
-            return Err(AgentCallError { reason: "from_agent is required".into() });
+            return Err(AgentCallError {
+                reason: "from_agent is required".into(),
+            });
         }
         self.nested(format!("delegate {target}"))?;
         Ok(format!("[{}:{target}] {prompt}", self.info.app_id))
@@ -190,51 +241,108 @@ impl Backend for MockBackend {
         Ok(format!("[{app}:{agent}] {prompt}"))
     }
 
-    fn fetch(&self, app: &str, path: &str, method: &str, _body: Option<&[u8]>) -> Result<FetchResponse, AgentCallError> {
+    fn fetch(
+        &self,
+        app: &str,
+        path: &str,
+        method: &str,
+        _body: Option<&[u8]>,
+    ) -> Result<FetchResponse, AgentCallError> {
         self.nested(format!("fetch {app} {method} {path}"))?;
-        Ok(FetchResponse { status: 200, headers: Vec::new(), body: b"{}".to_vec() })
+        Ok(FetchResponse {
+            status: 200,
+            headers: Vec::new(),
+            body: b"{}".to_vec(),
+        })
     }
 
     fn emit(&self, name: &str, payload: &str) -> Result<EmitResult, AgentCallError> {
         if !self.manifest.emits.contains(&name) {
-            return Err(AgentCallError { reason: format!("event `{name}` is not declared in the manifest's emits") });
+            return Err(AgentCallError {
+                reason: format!("event `{name}` is not declared in the manifest's emits"),
+            });
         }
         if self.info.public_route {
-            return Err(AgentCallError { reason: "events.emit is not available on a public route".into() });
+            return Err(AgentCallError {
+                reason: "events.emit is not available on a public route".into(),
+            });
         }
-        let payload: Value = serde_json::from_str(payload).map_err(|e| AgentCallError { reason: e.to_string() })?;
-        self.state.borrow_mut().emitted.push((name.to_owned(), payload));
-        Ok(EmitResult { wire_count: 0, dispatched: 0, failures: 0 })
+        let payload: Value = serde_json::from_str(payload).map_err(|e| AgentCallError {
+            reason: e.to_string(),
+        })?;
+        self.state
+            .borrow_mut()
+            .emitted
+            .push((name.to_owned(), payload));
+        Ok(EmitResult {
+            wire_count: 0,
+            dispatched: 0,
+            failures: 0,
+        })
     }
 
     fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError> {
-        let agent = agent.or_else(|| self.manifest.agents.first().copied()).unwrap_or("default");
+        let agent = agent
+            .or_else(|| self.manifest.agents.first().copied())
+            .unwrap_or("default");
         self.nested(format!("ask {agent}"))?;
         Ok(format!("[{}:{agent}] {prompt}", self.info.app_id))
     }
 
-    fn add_commitment(&self, title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Result<String, ToolCallError> {
+    fn add_commitment(
+        &self,
+        title: &str,
+        content: &str,
+        from_agent: &str,
+        due_at: Option<&str>,
+    ) -> Result<String, ToolCallError> {
         let mut state = self.state.borrow_mut();
-        state.commitments.push((title.to_owned(), content.to_owned(), from_agent.to_owned(), due_at.map(str::to_owned)));
+        state.commitments.push((
+            title.to_owned(),
+            content.to_owned(),
+            from_agent.to_owned(),
+            due_at.map(str::to_owned),
+        ));
         Ok(format!("commitment-{}", state.commitments.len()))
     }
 
     fn log(&self, level: LogLevel, message: &str) {
-        self.state.borrow_mut().logs.push((level, message.to_owned()));
+        self.state
+            .borrow_mut()
+            .logs
+            .push((level, message.to_owned()));
     }
 
     fn http_send(&self, request: &OutboundRequest) -> Result<Response, String> {
-        let host = request.url.split("://").nth(1).unwrap_or("").split(['/', '?', ':']).next().unwrap_or("").to_ascii_lowercase();
-        let allowed = self.manifest.egress_hosts.iter().any(|h| match h.strip_prefix("*.") {
-            Some(suffix) => host.ends_with(&format!(".{suffix}")),
-            None => h.eq_ignore_ascii_case(&host),
-        });
+        let host = request
+            .url
+            .split("://")
+            .nth(1)
+            .unwrap_or("")
+            .split(['/', '?', ':'])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let allowed = self
+            .manifest
+            .egress_hosts
+            .iter()
+            .any(|h| match h.strip_prefix("*.") {
+                Some(suffix) => host.ends_with(&format!(".{suffix}")),
+                None => h.eq_ignore_ascii_case(&host),
+            });
         if !allowed {
-            return Err(format!("request refused: HttpRequestDenied (`{host}` is not in network.egress_hosts)"));
+            return Err(format!(
+                "request refused: HttpRequestDenied (`{host}` is not in network.egress_hosts)"
+            ));
         }
         let mut state = self.state.borrow_mut();
         state.http_requests.push(request.clone());
-        state.http_mocks.get(&request.url).cloned().ok_or_else(|| format!("no mock response for {}", request.url))
+        state
+            .http_mocks
+            .get(&request.url)
+            .cloned()
+            .ok_or_else(|| format!("no mock response for {}", request.url))
     }
 }
 
@@ -267,7 +375,11 @@ impl TestClient {
             state: RefCell::default(),
             rooms: rooms.clone(),
         };
-        Ok(TestClient { app, backend, rooms })
+        Ok(TestClient {
+            app,
+            backend,
+            rooms,
+        })
     }
 
     /// Sets the tenant id the app sees.
@@ -301,22 +413,37 @@ impl TestClient {
     /// they are granted with [`TestClient::grant`].
     #[must_use]
     pub fn mock_tool_with_scopes(self, name: &str, scopes: &[&str], result: Value) -> Self {
-        let tool = MockTool { scopes: scopes.iter().map(|s| (*s).to_owned()).collect(), answer: Ok(result) };
-        self.backend.state.borrow_mut().tools.insert(name.to_owned(), tool);
+        let tool = MockTool {
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            answer: Ok(result),
+        };
+        self.backend
+            .state
+            .borrow_mut()
+            .tools
+            .insert(name.to_owned(), tool);
         self
     }
 
     /// Mocks a platform tool that fails.
     #[must_use]
     pub fn mock_tool_error(self, name: &str, error: ToolCallError) -> Self {
-        self.backend.state.borrow_mut().tools.insert(name.to_owned(), MockTool { scopes: Vec::new(), answer: Err(error) });
+        self.backend.state.borrow_mut().tools.insert(
+            name.to_owned(),
+            MockTool {
+                scopes: Vec::new(),
+                answer: Err(error),
+            },
+        );
         self
     }
 
     /// Loads mocks from the developer tool's mock file: an object mapping tool names to
     /// `{"ok": true, "result": ...}` or `{"ok": false, "error": {"decision", "message", "neededScopes"}}`.
     pub fn mock_file(self, text: &str) -> Result<Self, String> {
-        let Value::Object(entries) = serde_json::from_str(text).map_err(|e| format!("the mock file is not JSON: {e}"))? else {
+        let Value::Object(entries) =
+            serde_json::from_str(text).map_err(|e| format!("the mock file is not JSON: {e}"))?
+        else {
             return Err("the mock file must be a JSON object mapping tool names to answers".into());
         };
         for (name, entry) in entries {
@@ -324,7 +451,13 @@ impl TestClient {
                 Some(true) => Ok(entry.get("result").cloned().unwrap_or(Value::Null)),
                 Some(false) => {
                     let error = entry.get("error").cloned().unwrap_or_else(|| json!({}));
-                    let text = |k: &str| error.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                    let text = |k: &str| {
+                        error
+                            .get(k)
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned()
+                    };
                     Err(ToolCallError {
                         tool_name: name.clone(),
                         decision: text("decision"),
@@ -332,13 +465,24 @@ impl TestClient {
                         needed_scopes: error
                             .get("neededScopes")
                             .and_then(Value::as_array)
-                            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::to_owned)
+                                    .collect()
+                            })
                             .unwrap_or_default(),
                     })
                 }
                 None => return Err(format!("mock `{name}` needs `ok`: true or false")),
             };
-            self.backend.state.borrow_mut().tools.insert(name, MockTool { scopes: Vec::new(), answer });
+            self.backend.state.borrow_mut().tools.insert(
+                name,
+                MockTool {
+                    scopes: Vec::new(),
+                    answer,
+                },
+            );
         }
         Ok(self)
     }
@@ -346,7 +490,11 @@ impl TestClient {
     /// Answers outbound requests to `url` (the host must still be in `network.egress_hosts`).
     #[must_use]
     pub fn mock_http(self, url: &str, response: Response) -> Self {
-        self.backend.state.borrow_mut().http_mocks.insert(url.to_owned(), response);
+        self.backend
+            .state
+            .borrow_mut()
+            .http_mocks
+            .insert(url.to_owned(), response);
         self
     }
 
@@ -358,21 +506,33 @@ impl TestClient {
     /// Grants scopes to the install.
     #[must_use]
     pub fn grant(self, scopes: &[&str]) -> Self {
-        self.backend.state.borrow_mut().granted.extend(scopes.iter().map(|s| (*s).to_owned()));
+        self.backend
+            .state
+            .borrow_mut()
+            .granted
+            .extend(scopes.iter().map(|s| (*s).to_owned()));
         self
     }
 
     /// Sets a secret.
     #[must_use]
     pub fn mock_secret(self, key: &str, value: &str) -> Self {
-        self.backend.state.borrow_mut().secrets.insert(key.to_owned(), value.to_owned());
+        self.backend
+            .state
+            .borrow_mut()
+            .secrets
+            .insert(key.to_owned(), value.to_owned());
         self
     }
 
     /// Fills in an install setting.
     #[must_use]
     pub fn setting(self, key: &str, value: Value) -> Self {
-        self.backend.state.borrow_mut().settings.insert(key.to_owned(), value);
+        self.backend
+            .state
+            .borrow_mut()
+            .settings
+            .insert(key.to_owned(), value);
         self
     }
 
@@ -382,16 +542,30 @@ impl TestClient {
 
     /// Calls a tool with arguments that serialize to a JSON object.
     pub fn call_tool(&self, name: &str, args: impl Serialize) -> Result<Value, HandlerError> {
-        let args = serde_json::to_string(&args).map_err(|e| HandlerError::InvalidInput(e.to_string()))?;
+        let args =
+            serde_json::to_string(&args).map_err(|e| HandlerError::InvalidInput(e.to_string()))?;
         let result = self.app.call_tool(&self.ctx(), name, &args)?;
         serde_json::from_str(&result).map_err(|e| HandlerError::Failed(e.to_string()))
     }
 
     /// Delivers an event as the platform would (the spec's `simulate_event`). Without
     /// `emitter_app_id`, the emitter is the first the manifest subscribes to for that name.
-    pub fn simulate_event(&self, event_name: &str, payload: Value, emitter_app_id: Option<&str>) -> Result<Value, HandlerError> {
-        let subscription = self.app.manifest().subscriptions.iter().find(|s| s.event_name == event_name);
-        let emitter = emitter_app_id.map(str::to_owned).or_else(|| subscription.map(|s| s.emitter_app.to_owned())).unwrap_or_default();
+    pub fn simulate_event(
+        &self,
+        event_name: &str,
+        payload: Value,
+        emitter_app_id: Option<&str>,
+    ) -> Result<Value, HandlerError> {
+        let subscription = self
+            .app
+            .manifest()
+            .subscriptions
+            .iter()
+            .find(|s| s.event_name == event_name);
+        let emitter = emitter_app_id
+            .map(str::to_owned)
+            .or_else(|| subscription.map(|s| s.emitter_app.to_owned()))
+            .unwrap_or_default();
         let event = AppEvent {
             event_name: event_name.to_owned(),
             emitter_app_id: emitter,
@@ -438,7 +612,14 @@ impl TestClient {
             Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
             None => (path_and_query.to_owned(), None),
         };
-        let request = Request { method: method.to_ascii_uppercase(), path, query, headers: Vec::new(), body: body.to_vec(), params: Vec::new() };
+        let request = Request {
+            method: method.to_ascii_uppercase(),
+            path,
+            query,
+            headers: Vec::new(),
+            body: body.to_vec(),
+            params: Vec::new(),
+        };
         self.app.serve(&self.ctx(), request)
     }
 

@@ -3,13 +3,15 @@
 
 use std::io::{Read, Write};
 
-use wasip2::http::types::{Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam};
+use wasip2::http::types::{
+    Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam,
+};
 
 use crate::bindings::atrium::app as wit;
 use crate::http::{Request, Response};
 use crate::{
-    AgentCallError, App, Backend, BuildFn, CallInfo, Ctx, EmitResult, FetchResponse, HandlerError, LogLevel,
-    Registration, RoomPost, ToolCallError,
+    AgentCallError, App, Backend, BuildFn, CallInfo, Ctx, EmitResult, FetchResponse, HandlerError,
+    LogLevel, Registration, RoomPost, ToolCallError,
 };
 
 /// Largest request body a route reads; a larger one gets 413.
@@ -37,16 +39,33 @@ impl Backend for Imports {
     fn config_all(&self) -> String {
         wit::config::all()
     }
-    fn room_post(&self, room_id: &str, content: &str, from_agent: &str, metadata: Option<&str>) -> Result<RoomPost, ToolCallError> {
+    fn room_post(
+        &self,
+        room_id: &str,
+        content: &str,
+        from_agent: &str,
+        metadata: Option<&str>,
+    ) -> Result<RoomPost, ToolCallError> {
         wit::rooms::post(room_id, content, from_agent, metadata)
     }
-    fn delegate(&self, target: &str, prompt: &str, from_agent: &str) -> Result<String, AgentCallError> {
+    fn delegate(
+        &self,
+        target: &str,
+        prompt: &str,
+        from_agent: &str,
+    ) -> Result<String, AgentCallError> {
         wit::team::delegate(target, prompt, from_agent)
     }
     fn invoke(&self, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError> {
         wit::apps::invoke(app, agent, prompt)
     }
-    fn fetch(&self, app: &str, path: &str, method: &str, body: Option<&[u8]>) -> Result<FetchResponse, AgentCallError> {
+    fn fetch(
+        &self,
+        app: &str,
+        path: &str,
+        method: &str,
+        body: Option<&[u8]>,
+    ) -> Result<FetchResponse, AgentCallError> {
         wit::apps::fetch(app, path, method, body)
     }
     fn emit(&self, name: &str, payload: &str) -> Result<EmitResult, AgentCallError> {
@@ -55,7 +74,13 @@ impl Backend for Imports {
     fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError> {
         wit::agent::ask(prompt, agent)
     }
-    fn add_commitment(&self, title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Result<String, ToolCallError> {
+    fn add_commitment(
+        &self,
+        title: &str,
+        content: &str,
+        from_agent: &str,
+        due_at: Option<&str>,
+    ) -> Result<String, ToolCallError> {
         wit::commitments::add(title, content, from_agent, due_at)
     }
     fn log(&self, level: LogLevel, message: &str) {
@@ -76,7 +101,10 @@ pub fn describe(build_app: BuildFn) -> Result<Registration, HandlerError> {
 }
 
 /// Builds the app and runs one handler with a fresh context.
-pub fn with_app<T>(build_app: BuildFn, run: impl FnOnce(&App, &Ctx<'_>) -> Result<T, HandlerError>) -> Result<T, HandlerError> {
+pub fn with_app<T>(
+    build_app: BuildFn,
+    run: impl FnOnce(&App, &Ctx<'_>) -> Result<T, HandlerError>,
+) -> Result<T, HandlerError> {
     let app = build(build_app)?;
     let ctx = Ctx::new(&Imports);
     run(&app, &ctx)
@@ -122,7 +150,9 @@ fn read_request(request: &IncomingRequest) -> Result<Request, Response> {
     let mut body = Vec::new();
     if let Ok(incoming) = request.consume() {
         if let Ok(mut stream) = incoming.stream() {
-            let read = (&mut stream).take(MAX_REQUEST_BODY + 1).read_to_end(&mut body);
+            let read = (&mut stream)
+                .take(MAX_REQUEST_BODY + 1)
+                .read_to_end(&mut body);
             if read.is_err() {
                 return Err(Response::text(400, "the request body could not be read"));
             }
@@ -131,12 +161,22 @@ fn read_request(request: &IncomingRequest) -> Result<Request, Response> {
             return Err(Response::text(413, "the request body is larger than 1 MiB"));
         }
     }
-    Ok(Request { method, path, query, headers, body, params: Vec::new() })
+    Ok(Request {
+        method,
+        path,
+        query,
+        headers,
+        body,
+        params: Vec::new(),
+    })
 }
 
 fn write_response(response: Response, out: ResponseOutparam) {
-    let entries: Vec<(String, Vec<u8>)> =
-        response.headers.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v.into_bytes())).collect();
+    let entries: Vec<(String, Vec<u8>)> = response
+        .headers
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.into_bytes()))
+        .collect();
     let headers = Fields::from_list(&entries).unwrap_or_else(|_| Fields::new());
     let outgoing = OutgoingResponse::new(headers);
     let _ = outgoing.set_status_code(response.status);
@@ -163,15 +203,25 @@ fn send_outbound(request: &crate::OutboundRequest) -> Result<Response, String> {
     } else if let Some(rest) = request.url.strip_prefix("http://") {
         (Scheme::Http, rest)
     } else {
-        return Err(format!("`{}` is not an http:// or https:// URL", request.url));
+        return Err(format!(
+            "`{}` is not an http:// or https:// URL",
+            request.url
+        ));
     };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
-    let path = if path.starts_with('?') { format!("/{path}") } else { path.to_owned() };
-    let entries: Vec<(String, Vec<u8>)> =
-        request.headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.clone().into_bytes())).collect();
+    let path = if path.starts_with('?') {
+        format!("/{path}")
+    } else {
+        path.to_owned()
+    };
+    let entries: Vec<(String, Vec<u8>)> = request
+        .headers
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.clone().into_bytes()))
+        .collect();
     let headers = Fields::from_list(&entries).map_err(|e| format!("invalid headers: {e:?}"))?;
     let outgoing = OutgoingRequest::new(headers);
     let method = match request.method.to_ascii_uppercase().as_str() {
@@ -183,17 +233,34 @@ fn send_outbound(request: &crate::OutboundRequest) -> Result<Response, String> {
         "HEAD" => Method::Head,
         other => Method::Other(other.to_owned()),
     };
-    outgoing.set_method(&method).map_err(|()| "invalid method".to_owned())?;
-    outgoing.set_scheme(Some(&scheme)).map_err(|()| "invalid scheme".to_owned())?;
-    outgoing.set_authority(Some(authority)).map_err(|()| format!("invalid host `{authority}`"))?;
-    outgoing.set_path_with_query(Some(&path)).map_err(|()| format!("invalid path `{path}`"))?;
-    let body = outgoing.body().map_err(|()| "the request body is unavailable".to_owned())?;
+    outgoing
+        .set_method(&method)
+        .map_err(|()| "invalid method".to_owned())?;
+    outgoing
+        .set_scheme(Some(&scheme))
+        .map_err(|()| "invalid scheme".to_owned())?;
+    outgoing
+        .set_authority(Some(authority))
+        .map_err(|()| format!("invalid host `{authority}`"))?;
+    outgoing
+        .set_path_with_query(Some(&path))
+        .map_err(|()| format!("invalid path `{path}`"))?;
+    let body = outgoing
+        .body()
+        .map_err(|()| "the request body is unavailable".to_owned())?;
     if !request.body.is_empty() {
-        let mut stream = body.write().map_err(|()| "the request body is unavailable".to_owned())?;
-        stream.write_all(&request.body).map_err(|e| format!("writing the request body failed: {e}"))?;
-        stream.flush().map_err(|e| format!("writing the request body failed: {e}"))?;
+        let mut stream = body
+            .write()
+            .map_err(|()| "the request body is unavailable".to_owned())?;
+        stream
+            .write_all(&request.body)
+            .map_err(|e| format!("writing the request body failed: {e}"))?;
+        stream
+            .flush()
+            .map_err(|e| format!("writing the request body failed: {e}"))?;
     }
-    let future = outgoing_handler::handle(outgoing, None).map_err(|e| format!("request refused: {e:?}"))?;
+    let future =
+        outgoing_handler::handle(outgoing, None).map_err(|e| format!("request refused: {e:?}"))?;
     OutgoingBody::finish(body, None).map_err(|e| format!("request refused: {e:?}"))?;
     future.subscribe().block();
     let incoming = match future.get() {
@@ -217,5 +284,9 @@ fn send_outbound(request: &crate::OutboundRequest) -> Result<Response, String> {
             .read_to_end(&mut bytes)
             .map_err(|e| format!("reading the response failed: {e}"))?;
     }
-    Ok(Response { status, headers, body: bytes })
+    Ok(Response {
+        status,
+        headers,
+        body: bytes,
+    })
 }

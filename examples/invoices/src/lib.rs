@@ -42,7 +42,9 @@ pub struct Invoice {
 }
 
 fn currency(ctx: &Ctx<'_>) -> String {
-    ctx.config.get_as::<String>("currency").unwrap_or_else(|| "EUR".into())
+    ctx.config
+        .get_as::<String>("currency")
+        .unwrap_or_else(|| "EUR".into())
 }
 
 fn query(ctx: &Ctx<'_>, status: Option<&str>) -> Result<Vec<Invoice>, Error> {
@@ -82,8 +84,14 @@ fn approve_invoice(ctx: &Ctx<'_>, args: ApproveArgs) -> Result<Value, Error> {
         )));
     }
     let approver = ctx.config.get_as::<String>("approver").unwrap_or_default();
-    ctx.tools.call("records.update", json!({"id": args.id, "fields": {"status": "approved", "approved_by": approver}}))?;
-    let emitted = ctx.events.emit("invoice_approved", json!({"id": args.id, "amount": args.amount, "currency": currency(ctx)}))?;
+    ctx.tools.call(
+        "records.update",
+        json!({"id": args.id, "fields": {"status": "approved", "approved_by": approver}}),
+    )?;
+    let emitted = ctx.events.emit(
+        "invoice_approved",
+        json!({"id": args.id, "amount": args.amount, "currency": currency(ctx)}),
+    )?;
     Ok(json!({"id": args.id, "status": "approved", "subscribers": emitted.wire_count}))
 }
 
@@ -94,8 +102,14 @@ struct ReminderArgs {
 }
 
 fn send_reminder(ctx: &Ctx<'_>, args: ReminderArgs) -> Result<Value, Error> {
-    let text = ctx.config.get_as::<String>("reminder_text").unwrap_or_else(|| "Your invoice is overdue.".into());
-    let company = ctx.config.get_as::<String>("company_name").unwrap_or_default();
+    let text = ctx
+        .config
+        .get_as::<String>("reminder_text")
+        .unwrap_or_else(|| "Your invoice is overdue.".into());
+    let company = ctx
+        .config
+        .get_as::<String>("company_name")
+        .unwrap_or_default();
     let sent = ctx.tools.call(
         "mail.send",
         json!({"to": args.to, "subject": format!("Invoice {} from {company}", args.id), "body": text}),
@@ -104,23 +118,36 @@ fn send_reminder(ctx: &Ctx<'_>, args: ReminderArgs) -> Result<Value, Error> {
 }
 
 fn on_install(ctx: &Ctx<'_>) -> Result<(), Error> {
-    if ctx.config.get_as::<String>("company_name").is_none_or(|name| name.trim().is_empty()) {
-        return Err(Error::invalid_input("install setting company_name is required"));
+    if ctx
+        .config
+        .get_as::<String>("company_name")
+        .is_none_or(|name| name.trim().is_empty())
+    {
+        return Err(Error::invalid_input(
+            "install setting company_name is required",
+        ));
     }
     let example = ctx.public_callback_url("/files/invoice-example.pdf")?;
-    ctx.logger.info(&format!("installed for tenant {}; public invoice links look like {example}", ctx.tenant_id()));
+    ctx.logger.info(&format!(
+        "installed for tenant {}; public invoice links look like {example}",
+        ctx.tenant_id()
+    ));
     Ok(())
 }
 
 fn on_uninstall(ctx: &Ctx<'_>) -> Result<(), Error> {
-    ctx.logger.info(&format!("uninstalled for tenant {}", ctx.tenant_id()));
+    ctx.logger
+        .info(&format!("uninstalled for tenant {}", ctx.tenant_id()));
     Ok(())
 }
 
 fn on_inbound(ctx: &Ctx<'_>, envelope: InboundEnvelope) -> Result<(), Error> {
     let subject = envelope.subject.clone().unwrap_or_default();
     if envelope.channel != "email" || !subject.to_lowercase().contains("invoice") {
-        ctx.logger.debug(&format!("ignored inbound {} on {}", envelope.message_id, envelope.channel));
+        ctx.logger.debug(&format!(
+            "ignored inbound {} on {}",
+            envelope.message_id, envelope.channel
+        ));
         return Ok(());
     }
     let record = json!({
@@ -131,7 +158,10 @@ fn on_inbound(ctx: &Ctx<'_>, envelope: InboundEnvelope) -> Result<(), Error> {
         "attachment_ids": envelope.attachment_ids,
         "source_message": envelope.message_id,
     });
-    ctx.tools.call("records.put", json!({"record_type": "invoice", "record": record}))?;
+    ctx.tools.call(
+        "records.put",
+        json!({"record_type": "invoice", "record": record}),
+    )?;
     Ok(())
 }
 
@@ -142,7 +172,8 @@ struct Payment {
 
 fn nightly_reconcile(ctx: &Ctx<'_>) -> Result<(), Error> {
     let Some(key) = ctx.secrets.get("BANK_API_KEY") else {
-        ctx.logger.warn("BANK_API_KEY is not set; skipping reconciliation");
+        ctx.logger
+            .warn("BANK_API_KEY is not set; skipping reconciliation");
         return Ok(());
     };
     let response = ctx.http.send(&atrium_sdk::OutboundRequest {
@@ -152,19 +183,29 @@ fn nightly_reconcile(ctx: &Ctx<'_>) -> Result<(), Error> {
         body: Vec::new(),
     })?;
     if response.status != 200 {
-        return Err(Error::failed(format!("the bank answered {}", response.status)));
+        return Err(Error::failed(format!(
+            "the bank answered {}",
+            response.status
+        )));
     }
     let payments: Vec<Payment> = serde_json::from_slice(&response.body)?;
     for payment in &payments {
-        ctx.tools.call("records.update", json!({"id": payment.invoice_id, "fields": {"status": "paid"}}))?;
+        ctx.tools.call(
+            "records.update",
+            json!({"id": payment.invoice_id, "fields": {"status": "paid"}}),
+        )?;
     }
-    ctx.logger.info(&format!("reconciled {} payments", payments.len()));
+    ctx.logger
+        .info(&format!("reconciled {} payments", payments.len()));
     Ok(())
 }
 
 fn monday_digest(ctx: &Ctx<'_>) -> Result<(), Error> {
     for invoice in query(ctx, Some("overdue"))? {
-        ctx.events.emit("invoice_overdue", json!({"id": invoice.id, "payer": invoice.payer, "amount": invoice.amount}))?;
+        ctx.events.emit(
+            "invoice_overdue",
+            json!({"id": invoice.id, "payer": invoice.payer, "amount": invoice.amount}),
+        )?;
     }
     Ok(())
 }
@@ -178,13 +219,18 @@ struct EntryBooked {
 fn entry_booked(ctx: &Ctx<'_>, event: AppEvent) -> Result<Value, Error> {
     let entry: EntryBooked = serde_json::from_str(&event.payload)
         .map_err(|e| Error::invalid_input(format!("entry_booked payload: {e}")))?;
-    ctx.tools.call("records.update", json!({"id": entry.invoice_id, "fields": {"ledger_entry": entry.entry_id}}))?;
+    ctx.tools.call(
+        "records.update",
+        json!({"id": entry.invoice_id, "fields": {"ledger_entry": entry.entry_id}}),
+    )?;
     Ok(json!({"filed": true, "invoice_id": entry.invoice_id, "from": event.emitter_app_id}))
 }
 
 fn get_invoices(ctx: &Ctx<'_>, request: Request) -> Result<Response, Error> {
     let invoices = query(ctx, request.query_param("status"))?;
-    Ok(Response::json(&json!({"currency": currency(ctx), "invoices": invoices})))
+    Ok(Response::json(
+        &json!({"currency": currency(ctx), "invoices": invoices}),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -197,17 +243,33 @@ fn patch_invoice(ctx: &Ctx<'_>, request: Request) -> Result<Response, Error> {
     let id = request.param("id").unwrap_or_default().to_owned();
     let body: PatchBody = request.json()?;
     if body.status != "approved" {
-        return Ok(Response::text(422, "only `approved` can be set through this route"));
+        return Ok(Response::text(
+            422,
+            "only `approved` can be set through this route",
+        ));
     }
-    let result = approve_invoice(ctx, ApproveArgs { id, amount: body.amount })?;
+    let result = approve_invoice(
+        ctx,
+        ApproveArgs {
+            id,
+            amount: body.amount,
+        },
+    )?;
     Ok(Response::json(&result))
 }
 
 fn invoice_pdf(ctx: &Ctx<'_>, request: Request) -> Result<Response, Error> {
     let id = request.param("id").unwrap_or_default();
-    let company = ctx.config.get_as::<String>("company_name").unwrap_or_else(|| "Invoice Desk".into());
+    let company = ctx
+        .config
+        .get_as::<String>("company_name")
+        .unwrap_or_else(|| "Invoice Desk".into());
     let body = pdf::single_page(&format!("{company} - invoice {id}"));
-    Ok(Response { status: 200, headers: vec![("content-type".into(), "application/pdf".into())], body })
+    Ok(Response {
+        status: 200,
+        headers: vec![("content-type".into(), "application/pdf".into())],
+        body,
+    })
 }
 
 /// Builds the app.

@@ -27,11 +27,19 @@ pub fn single_page(text: &str) -> Vec<u8> {
         out.extend_from_slice(format!("{} 0 obj\n{object}\nendobj\n", i + 1).as_bytes());
     }
     let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
     for offset in offsets {
         out.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
     }
-    out.extend_from_slice(format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes());
+    out.extend_from_slice(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .as_bytes(),
+    );
     out
 }
 
@@ -47,7 +55,11 @@ mod tests {
         assert!(text[xref_at..].starts_with("xref"));
         for (i, line) in text[xref_at..].lines().skip(3).take(5).enumerate() {
             let offset: usize = line[..10].parse().unwrap();
-            assert!(text[offset..].starts_with(&format!("{} 0 obj", i + 1)), "object {}", i + 1);
+            assert!(
+                text[offset..].starts_with(&format!("{} 0 obj", i + 1)),
+                "object {}",
+                i + 1
+            );
         }
     }
 }

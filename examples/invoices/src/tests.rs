@@ -29,7 +29,10 @@ fn client() -> TestClient {
 
 #[test]
 fn list_invoices_is_newest_first_in_the_install_currency() {
-    let result = client().setting("currency", json!("GBP")).call_tool("list_invoices", json!({})).unwrap();
+    let result = client()
+        .setting("currency", json!("GBP"))
+        .call_tool("list_invoices", json!({}))
+        .unwrap();
     assert_eq!(result["currency"], "GBP");
     assert_eq!(result["invoices"][0]["id"], "inv-2");
     assert_eq!(result["invoices"][1]["id"], "inv-1");
@@ -37,9 +40,15 @@ fn list_invoices_is_newest_first_in_the_install_currency() {
 
 #[test]
 fn a_missing_scope_is_reported_with_the_scopes_needed() {
-    let client = TestClient::new(app()).unwrap().mock_tool_with_scopes("records.query", &["invoices.read"], json!([]));
+    let client = TestClient::new(app()).unwrap().mock_tool_with_scopes(
+        "records.query",
+        &["invoices.read"],
+        json!([]),
+    );
     let err = client.call_tool("list_invoices", json!({})).unwrap_err();
-    let HandlerError::Tool(e) = err else { panic!("{err:?}") };
+    let HandlerError::Tool(e) = err else {
+        panic!("{err:?}")
+    };
     assert_eq!(e.decision, "scope_denied");
     assert_eq!(e.needed_scopes, vec!["invoices.read".to_owned()]);
 }
@@ -47,37 +56,66 @@ fn a_missing_scope_is_reported_with_the_scopes_needed() {
 #[test]
 fn approval_updates_the_record_and_emits_the_event() {
     let client = client();
-    let result = client.call_tool("approve_invoice", json!({"id": "inv-1", "amount": 120.0})).unwrap();
+    let result = client
+        .call_tool("approve_invoice", json!({"id": "inv-1", "amount": 120.0}))
+        .unwrap();
     assert_eq!(result["status"], "approved");
     assert_eq!(
         client.tool_calls().last().unwrap(),
-        &("records.update".to_owned(), json!({"id": "inv-1", "fields": {"status": "approved", "approved_by": "user-7"}}))
+        &(
+            "records.update".to_owned(),
+            json!({"id": "inv-1", "fields": {"status": "approved", "approved_by": "user-7"}})
+        )
     );
-    assert_eq!(client.emitted(), vec![("invoice_approved".to_owned(), json!({"id": "inv-1", "amount": 120.0, "currency": "EUR"}))]);
+    assert_eq!(
+        client.emitted(),
+        vec![(
+            "invoice_approved".to_owned(),
+            json!({"id": "inv-1", "amount": 120.0, "currency": "EUR"})
+        )]
+    );
 }
 
 #[test]
 fn approval_above_the_limit_is_refused_before_any_change() {
     let client = client();
-    let err = client.call_tool("approve_invoice", json!({"id": "inv-1", "amount": 5000.0})).unwrap_err();
-    assert!(matches!(&err, HandlerError::InvalidInput(m) if m.contains("above the approval limit of 1000")), "{err:?}");
+    let err = client
+        .call_tool("approve_invoice", json!({"id": "inv-1", "amount": 5000.0}))
+        .unwrap_err();
+    assert!(
+        matches!(&err, HandlerError::InvalidInput(m) if m.contains("above the approval limit of 1000")),
+        "{err:?}"
+    );
     assert!(client.tool_calls().is_empty());
     assert!(client.emitted().is_empty());
 }
 
 #[test]
 fn bad_arguments_name_the_field() {
-    let err = client().call_tool("approve_invoice", json!({"id": "inv-1"})).unwrap_err();
-    assert!(matches!(&err, HandlerError::InvalidInput(m) if m.contains("amount")), "{err:?}");
+    let err = client()
+        .call_tool("approve_invoice", json!({"id": "inv-1"}))
+        .unwrap_err();
+    assert!(
+        matches!(&err, HandlerError::InvalidInput(m) if m.contains("amount")),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn reminders_use_the_install_text() {
     let client = client().setting("reminder_text", json!("Please pay."));
-    client.call_tool("send_reminder", json!({"id": "inv-2", "to": "ap@gamma.example"})).unwrap();
+    client
+        .call_tool(
+            "send_reminder",
+            json!({"id": "inv-2", "to": "ap@gamma.example"}),
+        )
+        .unwrap();
     let (tool, args) = client.tool_calls().pop().unwrap();
     assert_eq!(tool, "mail.send");
-    assert_eq!(args, json!({"to": "ap@gamma.example", "subject": "Invoice inv-2 from Acme", "body": "Please pay."}));
+    assert_eq!(
+        args,
+        json!({"to": "ap@gamma.example", "subject": "Invoice inv-2 from Acme", "body": "Please pay."})
+    );
 }
 
 #[test]
@@ -85,9 +123,16 @@ fn install_needs_the_company_name_and_logs_the_public_link() {
     let client = client();
     client.install().unwrap();
     let logs = client.logs();
-    assert!(logs[0].1.contains("/api/apps/invoice-desk/public/t/tenant-test/files/invoice-example.pdf"), "{logs:?}");
+    assert!(
+        logs[0]
+            .1
+            .contains("/api/apps/invoice-desk/public/t/tenant-test/files/invoice-example.pdf"),
+        "{logs:?}"
+    );
     let bare = TestClient::new(app()).unwrap();
-    assert!(matches!(bare.install(), Err(HandlerError::InvalidInput(m)) if m.contains("company_name")));
+    assert!(
+        matches!(bare.install(), Err(HandlerError::InvalidInput(m)) if m.contains("company_name"))
+    );
 }
 
 #[test]
@@ -104,7 +149,12 @@ fn inbound_invoice_mail_is_filed_and_other_mail_ignored() {
         metadata: "{}".into(),
     };
     client.inbound(envelope.clone()).unwrap();
-    client.inbound(InboundEnvelope { subject: Some("Lunch?".into()), ..envelope }).unwrap();
+    client
+        .inbound(InboundEnvelope {
+            subject: Some("Lunch?".into()),
+            ..envelope
+        })
+        .unwrap();
     let calls = client.tool_calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "records.put");
@@ -115,11 +165,24 @@ fn inbound_invoice_mail_is_filed_and_other_mail_ignored() {
 fn nightly_reconcile_reads_the_bank_with_the_secret() {
     let client = client().mock_secret("BANK_API_KEY", "k-123").mock_http(
         "https://api.bank.example/v1/payments?status=settled",
-        Response { status: 200, headers: vec![], body: br#"[{"invoice_id":"inv-1"}]"#.to_vec() },
+        Response {
+            status: 200,
+            headers: vec![],
+            body: br#"[{"invoice_id":"inv-1"}]"#.to_vec(),
+        },
     );
     client.schedule("nightly_reconcile").unwrap();
-    assert_eq!(client.http_requests()[0].headers, vec![("authorization".to_owned(), "Bearer k-123".to_owned())]);
-    assert_eq!(client.tool_calls(), vec![("records.update".to_owned(), json!({"id": "inv-1", "fields": {"status": "paid"}}))]);
+    assert_eq!(
+        client.http_requests()[0].headers,
+        vec![("authorization".to_owned(), "Bearer k-123".to_owned())]
+    );
+    assert_eq!(
+        client.tool_calls(),
+        vec![(
+            "records.update".to_owned(),
+            json!({"id": "inv-1", "fields": {"status": "paid"}})
+        )]
+    );
 }
 
 #[test]
@@ -140,10 +203,24 @@ fn monday_digest_emits_one_event_per_overdue_invoice() {
 #[test]
 fn entry_booked_is_handled_and_tells_emitters_apart() {
     let client = client();
-    let result = client.simulate_event("entry_booked", json!({"invoice_id": "inv-1", "entry_id": "e-5"}), None).unwrap();
-    assert_eq!(result, json!({"filed": true, "invoice_id": "inv-1", "from": "ledger"}));
-    let err = client.simulate_event("customer_updated", json!({}), None).unwrap_err();
-    assert_eq!(err, HandlerError::NoHandler("event `customer_updated`".into()));
+    let result = client
+        .simulate_event(
+            "entry_booked",
+            json!({"invoice_id": "inv-1", "entry_id": "e-5"}),
+            None,
+        )
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"filed": true, "invoice_id": "inv-1", "from": "ledger"})
+    );
+    let err = client
+        .simulate_event("customer_updated", json!({}), None)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        HandlerError::NoHandler("event `customer_updated`".into())
+    );
 }
 
 #[test]
@@ -154,9 +231,23 @@ fn routes_serve_json_the_patch_and_a_public_pdf() {
     let body: serde_json::Value = serde_json::from_slice(&list.body).unwrap();
     assert_eq!(body["currency"], "EUR");
 
-    let patched = client.request("PATCH", "/invoices/inv-1", br#"{"status":"approved","amount":10}"#);
-    assert_eq!(patched.status, 200, "{}", String::from_utf8_lossy(&patched.body));
-    assert_eq!(client.request("PATCH", "/invoices/inv-1", b"not json").status, 400);
+    let patched = client.request(
+        "PATCH",
+        "/invoices/inv-1",
+        br#"{"status":"approved","amount":10}"#,
+    );
+    assert_eq!(
+        patched.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&patched.body)
+    );
+    assert_eq!(
+        client
+            .request("PATCH", "/invoices/inv-1", b"not json")
+            .status,
+        400
+    );
     assert_eq!(client.request("DELETE", "/invoices/inv-1", b"").status, 405);
     assert_eq!(client.request("GET", "/nothing", b"").status, 404);
 
@@ -169,9 +260,18 @@ fn routes_serve_json_the_patch_and_a_public_pdf() {
 #[test]
 fn every_declared_handler_is_registered() {
     let registration = app().unwrap().registration();
-    assert_eq!(registration.tools, vec!["approve_invoice", "list_invoices", "send_reminder"]);
-    assert_eq!(registration.lifecycle, vec!["on_install", "on_uninstall", "on_inbound"]);
-    assert_eq!(registration.schedules, vec!["monday_digest", "nightly_reconcile"]);
+    assert_eq!(
+        registration.tools,
+        vec!["approve_invoice", "list_invoices", "send_reminder"]
+    );
+    assert_eq!(
+        registration.lifecycle,
+        vec!["on_install", "on_uninstall", "on_inbound"]
+    );
+    assert_eq!(
+        registration.schedules,
+        vec!["monday_digest", "nightly_reconcile"]
+    );
     assert_eq!(registration.events, vec!["entry_booked"]);
     assert_eq!(registration.routes.len(), 3);
 }

@@ -22,7 +22,11 @@ mod tests {
     fn it_registers_nothing_and_idles() {
         let app = app().unwrap();
         let registration = app.registration();
-        assert!(registration.tools.is_empty() && registration.lifecycle.is_empty() && registration.routes.is_empty());
+        assert!(
+            registration.tools.is_empty()
+                && registration.lifecycle.is_empty()
+                && registration.routes.is_empty()
+        );
         assert!(registration.manifest.contains("app_id: hello-minimal"));
         assert_eq!(app.manifest().app_id, "hello-minimal");
     }
@@ -34,7 +38,10 @@ mod tests {
     #[test]
     fn calls_it_does_not_serve_say_so() {
         let client = TestClient::new(app()).unwrap();
-        assert_eq!(client.call_tool("anything", serde_json_free_args()), Err(HandlerError::NoHandler("tool `anything`".into())));
+        assert_eq!(
+            client.call_tool("anything", serde_json_free_args()),
+            Err(HandlerError::NoHandler("tool `anything`".into()))
+        );
         assert_eq!(client.request("GET", "/health", b"").status, 404);
     }
 }

@@ -14,24 +14,38 @@ use atrium_sdk::{App, Ctx, Error, ManifestInfo, RegistrationError, RoomMessage, 
 static MANIFEST: ManifestInfo = atrium_sdk::manifest!("atrium.app.yaml");
 
 fn on_message(ctx: &Ctx<'_>, agent: &str, message: RoomMessage) -> Result<(), Error> {
-    if message.sender_type == SenderType::Agent && message.sender_ref.starts_with(&format!("{}:", ctx.app_id())) {
+    if message.sender_type == SenderType::Agent
+        && message
+            .sender_ref
+            .starts_with(&format!("{}:", ctx.app_id()))
+    {
         return Ok(());
     }
     let sender = format!("@{}", message.sender_ref);
     let text = strip_mentions(&message.content);
     let lower = text.to_lowercase();
     let reply = if let Some(topic) = lower.strip_prefix("summarize") {
-        let summary = ctx.team.delegate("scribe", &format!("Summarize: {}", topic.trim()), agent)?;
+        let summary =
+            ctx.team
+                .delegate("scribe", &format!("Summarize: {}", topic.trim()), agent)?;
         format!("{sender} here is the summary: {summary}")
     } else if let Some(what) = lower.strip_prefix("remind me") {
         let what = what.trim();
-        let id = ctx.commitments.add(&format!("Remind {}", message.sender_display), what, agent, None)?;
+        let id = ctx.commitments.add(
+            &format!("Remind {}", message.sender_display),
+            what,
+            agent,
+            None,
+        )?;
         format!("{sender} noted ({id}): I will remind you to {what}")
     } else {
         format!("{sender} thanks, {} read: {text}", agent)
     };
     ctx.rooms.post(&message.room_id, &reply, agent)?;
-    ctx.logger.info(&format!("answered {} in room {}", message.sender_ref, message.room_id));
+    ctx.logger.info(&format!(
+        "answered {} in room {}",
+        message.sender_ref, message.room_id
+    ));
     Ok(())
 }
 
@@ -39,7 +53,12 @@ fn on_message(ctx: &Ctx<'_>, agent: &str, message: RoomMessage) -> Result<(), Er
 fn strip_mentions(content: &str) -> String {
     content
         .split_whitespace()
-        .filter(|word| !(word.trim_matches(|c: char| !c.is_alphanumeric() && c != '@' && c != ':').starts_with('@') && word.contains(':')))
+        .filter(|word| {
+            !(word
+                .trim_matches(|c: char| !c.is_alphanumeric() && c != '@' && c != ':')
+                .starts_with('@')
+                && word.contains(':'))
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -61,26 +80,48 @@ mod tests {
     #[test]
     fn a_mention_gets_an_answer_in_the_same_room() {
         let client = TestClient::new(app()).unwrap();
-        client.room_message("concierge", room_message("room-1", "**@room-bot:concierge** is the build green?")).unwrap();
+        client
+            .room_message(
+                "concierge",
+                room_message("room-1", "**@room-bot:concierge** is the build green?"),
+            )
+            .unwrap();
         let posts = client.rooms.posts();
         assert_eq!(posts.len(), 1);
         assert_eq!(posts[0].room_id, "room-1");
         assert_eq!(posts[0].from_agent, "concierge");
-        assert_eq!(posts[0].content, "@user:00000000-0000-4000-8000-0000000000aa thanks, concierge read: is the build green?");
+        assert_eq!(
+            posts[0].content,
+            "@user:00000000-0000-4000-8000-0000000000aa thanks, concierge read: is the build green?"
+        );
     }
 
     #[test]
     fn summaries_are_delegated_to_the_team() {
         let client = TestClient::new(app()).unwrap();
-        client.room_message("concierge", room_message("room-1", "@room-bot:concierge summarize the release plan")).unwrap();
+        client
+            .room_message(
+                "concierge",
+                room_message("room-1", "@room-bot:concierge summarize the release plan"),
+            )
+            .unwrap();
         assert_eq!(client.agent_calls(), vec!["delegate scribe".to_owned()]);
-        assert!(client.rooms.posts()[0].content.contains("[room-bot:scribe] Summarize: the release plan"));
+        assert!(
+            client.rooms.posts()[0]
+                .content
+                .contains("[room-bot:scribe] Summarize: the release plan")
+        );
     }
 
     #[test]
     fn reminders_become_commitments() {
         let client = TestClient::new(app()).unwrap();
-        client.room_message("concierge", room_message("room-1", "@room-bot:concierge remind me to send the deck")).unwrap();
+        client
+            .room_message(
+                "concierge",
+                room_message("room-1", "@room-bot:concierge remind me to send the deck"),
+            )
+            .unwrap();
         let commitments = client.commitments();
         assert_eq!(commitments.len(), 1);
         assert_eq!(commitments[0].1, "to send the deck");
@@ -100,7 +141,14 @@ mod tests {
     #[test]
     fn a_chain_too_deep_fails_the_delegation() {
         let client = TestClient::new(app()).unwrap().chain_depth(8);
-        let err = client.room_message("concierge", room_message("r", "@room-bot:concierge summarize x")).unwrap_err();
-        assert!(matches!(err, atrium_sdk::HandlerError::Agent(e) if e.reason.contains("chain depth")));
+        let err = client
+            .room_message(
+                "concierge",
+                room_message("r", "@room-bot:concierge summarize x"),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, atrium_sdk::HandlerError::Agent(e) if e.reason.contains("chain depth"))
+        );
     }
 }

@@ -22,14 +22,18 @@ pub fn manifest(input: TokenStream) -> TokenStream {
     let lit = parse_macro_input!(input as LitStr);
     match expand(&lit) {
         Ok(tokens) => tokens.into(),
-        Err(message) => syn::Error::new(lit.span(), message).to_compile_error().into(),
+        Err(message) => syn::Error::new(lit.span(), message)
+            .to_compile_error()
+            .into(),
     }
 }
 
 fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, String> {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "CARGO_MANIFEST_DIR is not set".to_owned())?;
+    let dir = std::env::var("CARGO_MANIFEST_DIR")
+        .map_err(|_| "CARGO_MANIFEST_DIR is not set".to_owned())?;
     let path = PathBuf::from(dir).join(lit.value());
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read the manifest {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read the manifest {}: {e}", path.display()))?;
     let validation = atrium_manifest::validate(&text);
     let errors: Vec<String> = validation
         .errors()
@@ -47,7 +51,13 @@ fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, String> {
         .collect();
     let manifest = match validation.manifest {
         Some(m) if errors.is_empty() => m,
-        _ => return Err(format!("{} is not a valid manifest:\n{}", path.display(), errors.join("\n"))),
+        _ => {
+            return Err(format!(
+                "{} is not a valid manifest:\n{}",
+                path.display(),
+                errors.join("\n")
+            ));
+        }
     };
     let path_str = path.to_string_lossy().into_owned();
     Ok(info_tokens(&manifest, &path_str))
@@ -69,7 +79,8 @@ fn info_tokens(m: &Manifest, path: &str) -> proc_macro2::TokenStream {
         quote! { ::atrium_sdk::ToolInfo { name: #name, scopes_required: #scopes, agent_visible: #visible } }
     });
     let l = &m.lifecycle;
-    let (on_install, on_uninstall, on_inbound, on_user_added) = (l.on_install, l.on_uninstall, l.on_inbound, l.on_user_added);
+    let (on_install, on_uninstall, on_inbound, on_user_added) =
+        (l.on_install, l.on_uninstall, l.on_inbound, l.on_user_added);
     let schedules = strs(l.schedules.iter().map(|s| &s.name));
     let agents = strs(m.agents.iter().map(|a| &a.id));
     let emits = strs(&m.emits);

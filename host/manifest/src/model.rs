@@ -749,14 +749,19 @@ fn match_pieces(pieces: &[Piece<'_>], segment: &str) -> Option<Vec<(String, Stri
     };
     match *first {
         Piece::Literal(text) => match_pieces(rest, segment.strip_prefix(text)?),
-        Piece::Param(name) => segment.char_indices().skip(1).map(|(i, _)| i).chain([segment.len()]).find_map(|end| {
-            if end == 0 {
-                return None;
-            }
-            let mut found = match_pieces(rest, &segment[end..])?;
-            found.insert(0, (name.to_owned(), segment[..end].to_owned()));
-            Some(found)
-        }),
+        Piece::Param(name) => segment
+            .char_indices()
+            .skip(1)
+            .map(|(i, _)| i)
+            .chain([segment.len()])
+            .find_map(|end| {
+                if end == 0 {
+                    return None;
+                }
+                let mut found = match_pieces(rest, &segment[end..])?;
+                found.insert(0, (name.to_owned(), segment[..end].to_owned()));
+                Some(found)
+            }),
     }
 }
 
@@ -773,16 +778,28 @@ mod route_tests {
         assert_eq!(m("/invoices", "/invoices"), Some(vec![]));
         assert_eq!(m("/invoices", "/invoices/"), Some(vec![]));
         assert_eq!(m("/invoices", "/invoice"), None);
-        assert_eq!(m("/invoices/{id}", "/invoices/42"), Some(vec![("id".into(), "42".into())]));
-        assert_eq!(m("/invoices/{id}", "/invoices/42?x=1"), Some(vec![("id".into(), "42".into())]));
+        assert_eq!(
+            m("/invoices/{id}", "/invoices/42"),
+            Some(vec![("id".into(), "42".into())])
+        );
+        assert_eq!(
+            m("/invoices/{id}", "/invoices/42?x=1"),
+            Some(vec![("id".into(), "42".into())])
+        );
         assert_eq!(m("/invoices/{id}", "/invoices/"), None);
         assert_eq!(m("/invoices/{id}", "/invoices/4/2"), None);
     }
 
     #[test]
     fn mixed_segments() {
-        assert_eq!(m("/files/inv-{id}.pdf", "/files/inv-7.pdf"), Some(vec![("id".into(), "7".into())]));
-        assert_eq!(m("/files/inv-{id}.pdf", "/files/inv-7.2.pdf"), Some(vec![("id".into(), "7.2".into())]));
+        assert_eq!(
+            m("/files/inv-{id}.pdf", "/files/inv-7.pdf"),
+            Some(vec![("id".into(), "7".into())])
+        );
+        assert_eq!(
+            m("/files/inv-{id}.pdf", "/files/inv-7.2.pdf"),
+            Some(vec![("id".into(), "7.2".into())])
+        );
         assert_eq!(m("/files/inv-{id}.pdf", "/files/inv-.pdf"), None);
         assert_eq!(m("/files/inv-{id}.pdf", "/files/inv-7.txt"), None);
         assert_eq!(

@@ -11,7 +11,9 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::p2::bindings::exports::wasi::http::incoming_handler::GuestIndices as HttpIndices;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpView};
 
-use crate::bindings::exports::atrium::app::handlers::{Guest as Handlers, GuestIndices as HandlerIndices};
+use crate::bindings::exports::atrium::app::handlers::{
+    Guest as Handlers, GuestIndices as HandlerIndices,
+};
 use crate::cache::CacheOutcome;
 use crate::egress::{EgressHooks, EgressPolicy};
 use crate::engine::{MAX_MEMORY_MB, RuntimeInner};
@@ -19,8 +21,8 @@ use crate::limits::{CpuClock, DeadlineExceeded, MemoryCap, MemoryCapExceeded};
 use crate::logs::{CallTags, LogPipe, LogSink, Stream};
 use crate::state::CallState;
 use crate::{
-    AppEvent, CallError, CallInfo, Caller, HandlerError, InboundEnvelope, Invocation, LoadError, Registration,
-    RoomMessage, Runtime, UserAdded,
+    AppEvent, CallError, CallInfo, Caller, HandlerError, InboundEnvelope, Invocation, LoadError,
+    Registration, RoomMessage, Runtime, UserAdded,
 };
 
 /// An app version loaded into the runtime. Cheap to clone; every call gets a fresh instance.
@@ -74,7 +76,9 @@ impl Runtime {
             ));
         }
         if !bytes.starts_with(b"\0asm") {
-            return Err(LoadError::NotAComponent("the file does not start with the WebAssembly magic bytes".into()));
+            return Err(LoadError::NotAComponent(
+                "the file does not start with the WebAssembly magic bytes".into(),
+            ));
         }
         let memory_mb = u64::from(manifest.runtime.resources.memory_mb);
         if memory_mb > MAX_MEMORY_MB {
@@ -84,19 +88,31 @@ impl Runtime {
         }
         let (component, cache) = match &inner.cache {
             Some(cache) => cache.load_or_compile(&inner.engine, bytes),
-            None => wasmtime::component::Component::new(&inner.engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
+            None => wasmtime::component::Component::new(&inner.engine, bytes)
+                .map(|c| (c, CacheOutcome::Compiled)),
         }
         .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
-        let pre = inner.linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        let pre = inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
         let handlers = HandlerIndices::new(&pre).ok();
         let http = HttpIndices::new(&pre).ok();
         if handlers.is_none() && http.is_none() {
             return Err(LoadError::WrongWorld(
-                "it exports neither atrium:app/handlers@0.1.0 nor wasi:http/incoming-handler@0.2".into(),
+                "it exports neither atrium:app/handlers@0.1.0 nor wasi:http/incoming-handler@0.2"
+                    .into(),
             ));
         }
-        let egress = Arc::new(EgressPolicy::new(manifest.network.egress_hosts.iter().map(String::as_str)));
-        let env = manifest.runtime.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let egress = Arc::new(EgressPolicy::new(
+            manifest.network.egress_hosts.iter().map(String::as_str),
+        ));
+        let env = manifest
+            .runtime
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         Ok(App {
             inner: Arc::new(AppInner {
                 runtime: inner.clone(),
@@ -113,7 +129,10 @@ impl Runtime {
 
     /// Loads an app from a component file.
     pub fn load_file(&self, path: &std::path::Path, manifest: Manifest) -> Result<App, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
         self.load(&bytes, manifest)
     }
 }
@@ -152,11 +171,17 @@ impl App {
             store.data_mut().log.finish();
             return Ok(None);
         }
-        let HandlerReply::Registration(registration) = self.run(inv, HandlerCall::Describe).await? else {
-            return Err(CallError::Internal("describe answered the wrong shape".into()));
+        let HandlerReply::Registration(registration) = self.run(inv, HandlerCall::Describe).await?
+        else {
+            return Err(CallError::Internal(
+                "describe answered the wrong shape".into(),
+            ));
         };
-        let built = atrium_manifest::parse(&registration.manifest)
-            .map_err(|e| CallError::Registration(format!("the manifest embedded in the component is invalid: {e}")))?;
+        let built = atrium_manifest::parse(&registration.manifest).map_err(|e| {
+            CallError::Registration(format!(
+                "the manifest embedded in the component is invalid: {e}"
+            ))
+        })?;
         let m = self.manifest();
         if built.app_id != m.app_id || built.version != m.version {
             return Err(CallError::Registration(format!(
@@ -168,50 +193,105 @@ impl App {
     }
 
     /// Runs tool `name` with JSON arguments and returns its JSON result.
-    pub async fn call_tool(&self, inv: &Invocation, name: &str, args: &str) -> Result<String, CallError> {
+    pub async fn call_tool(
+        &self,
+        inv: &Invocation,
+        name: &str,
+        args: &str,
+    ) -> Result<String, CallError> {
         let m = self.manifest();
         let Some(tool) = m.tool(name) else {
             let names: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
             return Err(CallError::NotDeclared(format!(
                 "tool `{name}` is not declared in the manifest's tools ({})",
-                if names.is_empty() { "it declares none".to_owned() } else { names.join(", ") }
+                if names.is_empty() {
+                    "it declares none".to_owned()
+                } else {
+                    names.join(", ")
+                }
             )));
         };
         if inv.caller == Caller::Agent && !tool.agent_visible {
             return Err(CallError::NotAgentVisible(name.to_owned()));
         }
-        let needed: Vec<String> =
-            tool.scopes_required.iter().filter(|s| !inv.granted_scopes.contains(*s)).cloned().collect();
+        let needed: Vec<String> = tool
+            .scopes_required
+            .iter()
+            .filter(|s| !inv.granted_scopes.contains(*s))
+            .cloned()
+            .collect();
         if !needed.is_empty() {
-            return Err(CallError::ScopeDenied { tool: name.to_owned(), needed });
+            return Err(CallError::ScopeDenied {
+                tool: name.to_owned(),
+                needed,
+            });
         }
         match serde_json::from_str::<serde_json::Value>(args) {
             Ok(v) if v.is_object() => {}
-            Ok(_) => return Err(CallError::InvalidInput("tool arguments must be a JSON object".into())),
-            Err(e) => return Err(CallError::InvalidInput(format!("tool arguments are not valid JSON: {e}"))),
+            Ok(_) => {
+                return Err(CallError::InvalidInput(
+                    "tool arguments must be a JSON object".into(),
+                ));
+            }
+            Err(e) => {
+                return Err(CallError::InvalidInput(format!(
+                    "tool arguments are not valid JSON: {e}"
+                )));
+            }
         }
-        let call = HandlerCall::Tool { name: name.to_owned(), args: args.to_owned() };
+        let call = HandlerCall::Tool {
+            name: name.to_owned(),
+            args: args.to_owned(),
+        };
         self.json_reply(self.run(inv, call).await?)
     }
 
     /// `on_install`: the app was activated for the tenant.
     pub async fn on_install(&self, inv: &Invocation) -> Result<(), CallError> {
-        self.lifecycle(inv, "on_install", self.manifest().lifecycle.on_install, HandlerCall::Install).await
+        self.lifecycle(
+            inv,
+            "on_install",
+            self.manifest().lifecycle.on_install,
+            HandlerCall::Install,
+        )
+        .await
     }
 
     /// `on_uninstall`: the app was deactivated for the tenant.
     pub async fn on_uninstall(&self, inv: &Invocation) -> Result<(), CallError> {
-        self.lifecycle(inv, "on_uninstall", self.manifest().lifecycle.on_uninstall, HandlerCall::Uninstall).await
+        self.lifecycle(
+            inv,
+            "on_uninstall",
+            self.manifest().lifecycle.on_uninstall,
+            HandlerCall::Uninstall,
+        )
+        .await
     }
 
     /// `on_inbound`: a message arrived on an inbound channel.
-    pub async fn on_inbound(&self, inv: &Invocation, envelope: InboundEnvelope) -> Result<(), CallError> {
-        self.lifecycle(inv, "on_inbound", self.manifest().lifecycle.on_inbound, HandlerCall::Inbound(envelope)).await
+    pub async fn on_inbound(
+        &self,
+        inv: &Invocation,
+        envelope: InboundEnvelope,
+    ) -> Result<(), CallError> {
+        self.lifecycle(
+            inv,
+            "on_inbound",
+            self.manifest().lifecycle.on_inbound,
+            HandlerCall::Inbound(envelope),
+        )
+        .await
     }
 
     /// `on_user_added`: a user joined the tenant.
     pub async fn on_user_added(&self, inv: &Invocation, user: UserAdded) -> Result<(), CallError> {
-        self.lifecycle(inv, "on_user_added", self.manifest().lifecycle.on_user_added, HandlerCall::UserAdded(user)).await
+        self.lifecycle(
+            inv,
+            "on_user_added",
+            self.manifest().lifecycle.on_user_added,
+            HandlerCall::UserAdded(user),
+        )
+        .await
     }
 
     /// A named schedule is due.
@@ -221,56 +301,102 @@ impl App {
             let names: Vec<&str> = schedules.iter().map(|s| s.name.as_str()).collect();
             return Err(CallError::NotDeclared(format!(
                 "schedule `{name}` is not declared in lifecycle.schedules ({})",
-                if names.is_empty() { "it declares none".to_owned() } else { names.join(", ") }
+                if names.is_empty() {
+                    "it declares none".to_owned()
+                } else {
+                    names.join(", ")
+                }
             )));
         }
-        self.run(inv, HandlerCall::Schedule(name.to_owned())).await.map(|_| ())
+        self.run(inv, HandlerCall::Schedule(name.to_owned()))
+            .await
+            .map(|_| ())
     }
 
     /// An event arrived over a wire; returns the handler's JSON result.
     pub async fn on_event(&self, inv: &Invocation, event: AppEvent) -> Result<String, CallError> {
         let m = self.manifest();
-        if !m.subscribes_to.iter().any(|s| s.event_name == event.event_name && s.emitter_app == event.emitter_app_id) {
+        if !m
+            .subscribes_to
+            .iter()
+            .any(|s| s.event_name == event.event_name && s.emitter_app == event.emitter_app_id)
+        {
             return Err(CallError::NotDeclared(format!(
                 "the manifest does not subscribe to event `{}` of app `{}`",
                 event.event_name, event.emitter_app_id
             )));
         }
         if let Err(e) = serde_json::from_str::<serde_json::Value>(&event.payload) {
-            return Err(CallError::InvalidInput(format!("the event payload is not valid JSON: {e}")));
+            return Err(CallError::InvalidInput(format!(
+                "the event payload is not valid JSON: {e}"
+            )));
         }
         self.json_reply(self.run(inv, HandlerCall::Event(event)).await?)
     }
 
     /// A room message mentioned the app's agent `agent`.
-    pub async fn on_message(&self, inv: &Invocation, agent: &str, message: RoomMessage) -> Result<(), CallError> {
+    pub async fn on_message(
+        &self,
+        inv: &Invocation,
+        agent: &str,
+        message: RoomMessage,
+    ) -> Result<(), CallError> {
         if !self.manifest().agents.iter().any(|a| a.id == agent) {
-            return Err(CallError::NotDeclared(format!("`{agent}` is not an agent of this app")));
+            return Err(CallError::NotDeclared(format!(
+                "`{agent}` is not an agent of this app"
+            )));
         }
-        self.run(inv, HandlerCall::Message { agent: agent.to_owned(), message }).await.map(|_| ())
+        self.run(
+            inv,
+            HandlerCall::Message {
+                agent: agent.to_owned(),
+                message,
+            },
+        )
+        .await
+        .map(|_| ())
     }
 
-    async fn lifecycle(&self, inv: &Invocation, hook: &str, enabled: bool, call: HandlerCall) -> Result<(), CallError> {
+    async fn lifecycle(
+        &self,
+        inv: &Invocation,
+        hook: &str,
+        enabled: bool,
+        call: HandlerCall,
+    ) -> Result<(), CallError> {
         if !enabled {
-            return Err(CallError::NotDeclared(format!("lifecycle.{hook} is not true in the manifest")));
+            return Err(CallError::NotDeclared(format!(
+                "lifecycle.{hook} is not true in the manifest"
+            )));
         }
         self.run(inv, call).await.map(|_| ())
     }
 
     fn json_reply(&self, reply: HandlerReply) -> Result<String, CallError> {
         let HandlerReply::Json(json) = reply else {
-            return Err(CallError::Internal("handler answered the wrong shape".into()));
+            return Err(CallError::Internal(
+                "handler answered the wrong shape".into(),
+            ));
         };
         if let Err(e) = serde_json::from_str::<serde_json::Value>(&json) {
-            return Err(CallError::Contract(format!("the result is not valid JSON: {e}")));
+            return Err(CallError::Contract(format!(
+                "the result is not valid JSON: {e}"
+            )));
         }
         Ok(json)
     }
 
     /// Serves an HTTP request on one of the routes in `http_routes`.
-    pub async fn handle_http(&self, inv: &Invocation, request: http::Request<Bytes>) -> Result<RouteResponse, CallError> {
+    pub async fn handle_http(
+        &self,
+        inv: &Invocation,
+        request: http::Request<Bytes>,
+    ) -> Result<RouteResponse, CallError> {
         let Some(indices) = self.inner.http.clone() else {
-            return Err(CallError::NotSupported("the app serves no HTTP routes (it does not export wasi:http/incoming-handler)".into()));
+            return Err(CallError::NotSupported(
+                "the app serves no HTTP routes (it does not export wasi:http/incoming-handler)"
+                    .into(),
+            ));
         };
         let method = request.method().as_str().to_owned();
         let path = request.uri().path().to_owned();
@@ -279,9 +405,16 @@ impl App {
             .http_routes
             .iter()
             .find(|r| r.method.as_str() == method && r.match_path(&path).is_some())
-            .ok_or_else(|| CallError::NotDeclared(format!("no route `{method} {path}` is declared in http_routes")))?;
+            .ok_or_else(|| {
+                CallError::NotDeclared(format!(
+                    "no route `{method} {path}` is declared in http_routes"
+                ))
+            })?;
         if inv.public_route && !route.public {
-            return Err(CallError::NotDeclared(format!("route `{method} {}` is not public", route.path)));
+            return Err(CallError::NotDeclared(format!(
+                "route `{method} {}` is not public",
+                route.path
+            )));
         }
         let request = with_authority(request)?;
         let deadline = self.inner.runtime.config.deadline;
@@ -290,14 +423,22 @@ impl App {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (req, out) = {
             let mut http = store.data_mut().http();
-            let body = Full::new(request.body().clone()).map_err(|never| -> wasmtime_wasi_http::Error { match never {} });
+            let body = Full::new(request.body().clone())
+                .map_err(|never| -> wasmtime_wasi_http::Error { match never {} });
             let req = http
-                .new_incoming_request(wasmtime_wasi_http::p2::bindings::http::types::Scheme::Http, request.map(|_| body))
+                .new_incoming_request(
+                    wasmtime_wasi_http::p2::bindings::http::types::Scheme::Http,
+                    request.map(|_| body),
+                )
                 .map_err(|e| CallError::Internal(format!("{e:#}")))?;
-            let out = http.new_response_outparam(tx).map_err(|e| CallError::Internal(format!("{e:#}")))?;
+            let out = http
+                .new_response_outparam(tx)
+                .map_err(|e| CallError::Internal(format!("{e:#}")))?;
             (req, out)
         };
-        let guest = indices.load(&mut store, &instance).map_err(|e| CallError::Internal(format!("{e:#}")))?;
+        let guest = indices
+            .load(&mut store, &instance)
+            .map_err(|e| CallError::Internal(format!("{e:#}")))?;
         let task = tokio::spawn(async move {
             let result = guest.call_handle(&mut store, req, out).await;
             finish(store, result.map(Ok::<(), HandlerError>), deadline)
@@ -307,24 +448,36 @@ impl App {
             let response = match rx.await {
                 Ok(Ok(response)) => response,
                 Ok(Err(code)) => {
-                    task.await.map_err(|e| CallError::Internal(e.to_string()))??;
-                    return Err(CallError::Failed(format!("the route answered with an error: {code:?}")));
+                    task.await
+                        .map_err(|e| CallError::Internal(e.to_string()))??;
+                    return Err(CallError::Failed(format!(
+                        "the route answered with an error: {code:?}"
+                    )));
                 }
                 // The guest dropped the outparam without answering: its own error explains why.
                 Err(_) => {
-                    task.await.map_err(|e| CallError::Internal(e.to_string()))??;
-                    return Err(CallError::Contract("the route returned without setting a response".into()));
+                    task.await
+                        .map_err(|e| CallError::Internal(e.to_string()))??;
+                    return Err(CallError::Contract(
+                        "the route returned without setting a response".into(),
+                    ));
                 }
             };
             let (parts, body) = response.into_parts();
             let body = Limited::new(body, limit).collect().await.map_err(|e| {
-                if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                    CallError::TooLarge { what: "response body", limit }
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    CallError::TooLarge {
+                        what: "response body",
+                        limit,
+                    }
                 } else {
                     CallError::Failed(format!("reading the response body failed: {e}"))
                 }
             })?;
-            task.await.map_err(|e| CallError::Internal(e.to_string()))??;
+            task.await
+                .map_err(|e| CallError::Internal(e.to_string()))??;
             Ok(http::Response::from_parts(parts, body.to_bytes()))
         })
         .await;
@@ -338,7 +491,10 @@ impl App {
     }
 
     /// Creates a fresh store and instance for one call.
-    async fn instantiate(&self, inv: &Invocation) -> Result<(Store<CallState>, wasmtime::component::Instance), CallError> {
+    async fn instantiate(
+        &self,
+        inv: &Invocation,
+    ) -> Result<(Store<CallState>, wasmtime::component::Instance), CallError> {
         let app = &self.inner;
         let m = &app.manifest;
         let config = &app.runtime.config;
@@ -372,8 +528,14 @@ impl App {
             wasi,
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
-            hooks: EgressHooks { policy: app.egress.clone(), log: log.clone() },
-            memory: MemoryCap { limit_mb: u64::from(m.runtime.resources.memory_mb), peak_bytes: 0 },
+            hooks: EgressHooks {
+                policy: app.egress.clone(),
+                log: log.clone(),
+            },
+            memory: MemoryCap {
+                limit_mb: u64::from(m.runtime.resources.memory_mb),
+                peak_bytes: 0,
+            },
             clock: CpuClock::new(m.runtime.resources.cpu_cores, config.deadline),
             log,
             call,
@@ -382,7 +544,6 @@ impl App {
             granted_scopes: Arc::new(inv.granted_scopes.clone()),
             settings: Arc::new(inv.settings.clone()),
             platform: inv.platform.clone(),
-            max_result_bytes: config.max_result_bytes,
         };
         let mut store = Store::new(&app.runtime.engine, state);
         store.limiter(|s| &mut s.memory);
@@ -403,18 +564,25 @@ impl App {
         let deadline = self.inner.runtime.config.deadline;
         let work = async {
             let (mut store, instance) = self.instantiate(inv).await?;
-            let guest = indices.load(&mut store, &instance).map_err(|e| CallError::Internal(format!("{e:#}")))?;
+            let guest = indices
+                .load(&mut store, &instance)
+                .map_err(|e| CallError::Internal(format!("{e:#}")))?;
             let result = dispatch(&guest, &mut store, call).await;
             let reply = finish(store, result, deadline)?;
             if let HandlerReply::Json(json) = &reply
                 && json.len() > self.inner.runtime.config.max_result_bytes
             {
-                return Err(CallError::TooLarge { what: "result", limit: self.inner.runtime.config.max_result_bytes });
+                return Err(CallError::TooLarge {
+                    what: "result",
+                    limit: self.inner.runtime.config.max_result_bytes,
+                });
             }
             Ok(reply)
         };
         // The epoch stops a guest that computes; this stops one that waits on the host.
-        tokio::time::timeout(deadline, work).await.unwrap_or(Err(CallError::Deadline(deadline)))
+        tokio::time::timeout(deadline, work)
+            .await
+            .unwrap_or(Err(CallError::Deadline(deadline)))
     }
 }
 
@@ -425,15 +593,28 @@ async fn dispatch(
 ) -> wasmtime::Result<Result<HandlerReply, HandlerError>> {
     use HandlerReply::{Json, Unit};
     Ok(match call {
-        HandlerCall::Describe => guest.call_describe(store).await?.map(HandlerReply::Registration),
-        HandlerCall::Tool { name, args } => guest.call_call_tool(store, &name, &args).await?.map(Json),
+        HandlerCall::Describe => guest
+            .call_describe(store)
+            .await?
+            .map(HandlerReply::Registration),
+        HandlerCall::Tool { name, args } => {
+            guest.call_call_tool(store, &name, &args).await?.map(Json)
+        }
         HandlerCall::Install => guest.call_on_install(store).await?.map(|()| Unit),
         HandlerCall::Uninstall => guest.call_on_uninstall(store).await?.map(|()| Unit),
-        HandlerCall::Inbound(envelope) => guest.call_on_inbound(store, &envelope).await?.map(|()| Unit),
-        HandlerCall::UserAdded(user) => guest.call_on_user_added(store, &user).await?.map(|()| Unit),
+        HandlerCall::Inbound(envelope) => guest
+            .call_on_inbound(store, &envelope)
+            .await?
+            .map(|()| Unit),
+        HandlerCall::UserAdded(user) => {
+            guest.call_on_user_added(store, &user).await?.map(|()| Unit)
+        }
         HandlerCall::Schedule(name) => guest.call_on_schedule(store, &name).await?.map(|()| Unit),
         HandlerCall::Event(event) => guest.call_on_event(store, &event).await?.map(Json),
-        HandlerCall::Message { agent, message } => guest.call_on_message(store, &agent, &message).await?.map(|()| Unit),
+        HandlerCall::Message { agent, message } => guest
+            .call_on_message(store, &agent, &message)
+            .await?
+            .map(|()| Unit),
     })
 }
 
@@ -445,6 +626,18 @@ fn finish<T>(
 ) -> Result<T, CallError> {
     let state = store.data();
     state.log.finish();
+    let tags = state.log.tags();
+    tracing::debug!(
+        target: "atrium::call",
+        tenant = %tags.tenant, app = %tags.app, version = %tags.version, call = %tags.call,
+        busy_us = state.clock.busy().as_micros() as u64,
+        throttled = state.clock.throttled,
+        throttled_us = state.clock.throttled_for.as_micros() as u64,
+        peak_memory_bytes = state.memory.peak_bytes,
+        dropped_log_bytes = state.log.dropped(),
+        ok = matches!(result, Ok(Ok(_))),
+        "call finished"
+    );
     match result {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(match error {
@@ -462,7 +655,9 @@ fn finish<T>(
 /// Turns a wasmtime error (trap, limit, pool exhaustion) into a typed [`CallError`].
 fn classify(error: wasmtime::Error, state: &CallState, deadline: std::time::Duration) -> CallError {
     if let Some(cap) = error.downcast_ref::<MemoryCapExceeded>() {
-        return CallError::MemoryLimit { limit_mb: cap.limit_mb };
+        return CallError::MemoryLimit {
+            limit_mb: cap.limit_mb,
+        };
     }
     if error.downcast_ref::<DeadlineExceeded>().is_some() {
         return CallError::Deadline(deadline);
@@ -475,9 +670,12 @@ fn classify(error: wasmtime::Error, state: &CallState, deadline: std::time::Dura
             Trap::StackOverflow => CallError::StackOverflow,
             Trap::UnreachableCodeReached => match state.log.panic_message() {
                 Some(message) => CallError::Panic(message),
-                None => CallError::Trap(trap.to_string()),
+                None => CallError::Trap(trap.to_string().trim_start_matches("wasm trap: ").to_owned()),
             },
-            other => CallError::Trap(other.to_string()),
+            Trap::MemoryOutOfBounds => CallError::Trap(
+                "out of bounds memory access (in a Rust app, often an overflow of its stack in linear memory)".into(),
+            ),
+            other => CallError::Trap(other.to_string().trim_start_matches("wasm trap: ").to_owned()),
         };
     }
     CallError::Trap(format!("{error:#}"))
@@ -489,7 +687,11 @@ fn with_authority(request: http::Request<Bytes>) -> Result<http::Request<Bytes>,
         return Ok(request);
     }
     let (mut parts, body) = request.into_parts();
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
     parts.uri = http::Uri::builder()
         .scheme("http")
         .authority("app.localhost")

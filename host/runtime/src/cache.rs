@@ -58,11 +58,16 @@ impl DiskCache {
 
     fn path_for(&self, bytes: &[u8]) -> PathBuf {
         let digest = Sha256::digest(bytes);
-        self.dir.join(format!("{}-{}.cwasm", hex(&digest), self.engine_hash))
+        self.dir
+            .join(format!("{}-{}.cwasm", hex(&digest), self.engine_hash))
     }
 
     /// Loads the compiled form of `bytes`, compiling and storing it when needed.
-    pub fn load_or_compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let path = self.path_for(bytes);
         if path.exists() {
             match deserialize(engine, &path) {
@@ -77,13 +82,14 @@ impl DiskCache {
             tracing::warn!(path = %path.display(), %error, "could not write the compiled component to the cache");
         }
         // Load what was just compiled the same way a restart will: one code path.
-        // SAFETY: see `deserialize_bytes`.
         let component = deserialize_bytes(engine, &compiled)?;
         Ok((component, CacheOutcome::Compiled))
     }
 
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
-        let tmp = self.dir.join(format!(".{}-{}.tmp", std::process::id(), unique_suffix()));
+        let tmp = self
+            .dir
+            .join(format!(".{}-{}.tmp", std::process::id(), unique_suffix()));
         std::fs::write(&tmp, compiled)?;
         std::fs::rename(&tmp, path).inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
@@ -92,21 +98,26 @@ impl DiskCache {
 }
 
 fn unique_suffix() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
 }
 
-/// Loads a compiled component from a file in the cache directory.
-#[allow(unsafe_code)]
+/// Loads a compiled component from a file in the cache directory. The file is read into
+/// memory rather than mapped, so that whatever later happens to the file cannot fault a
+/// running host.
 fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: wasmtime requires that the file is an artifact produced by `precompile_component`
-    // of a compatible engine and is not modified while mapped. The cache directory belongs to
-    // the host: only `DiskCache::store` writes to it, by atomic rename of a complete file, and
-    // wasmtime checks the engine compatibility recorded in the artifact before using it.
-    unsafe { Component::deserialize_file(engine, path) }
+    let bytes = std::fs::read(path)?;
+    deserialize_bytes(engine, &bytes)
 }
 
 #[allow(unsafe_code)]
 fn deserialize_bytes(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
-    // SAFETY: `bytes` was produced by `precompile_component` of this very engine a moment ago.
+    // SAFETY: wasmtime requires bytes produced by `precompile_component` of a compatible
+    // engine. They come either from this engine a moment ago or from the cache directory,
+    // which belongs to the host: only `DiskCache::store` writes to it, by atomic rename of a
+    // complete file under a name that includes the engine's compatibility hash, and wasmtime
+    // checks the header and the engine settings recorded in the artifact before using it.
     unsafe { Component::deserialize(engine, bytes) }
 }

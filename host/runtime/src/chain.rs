@@ -36,7 +36,10 @@ impl Default for ChainContext {
 impl ChainContext {
     /// The context of a call started by the platform itself (first hop).
     pub fn root() -> Self {
-        ChainContext { depth: 1, visited: Vec::new() }
+        ChainContext {
+            depth: 1,
+            visited: Vec::new(),
+        }
     }
 
     /// The context of a nested call to `agent` (a canonical key, or none for a call that
@@ -76,7 +79,10 @@ impl ChainContext {
 
     /// Reads the chain from header (or environment) values. A missing depth is the first hop.
     /// A depth that is not a number, or above the limit, is refused.
-    pub fn from_headers(depth: Option<&str>, visited: Option<&str>) -> Result<Self, AgentCallError> {
+    pub fn from_headers(
+        depth: Option<&str>,
+        visited: Option<&str>,
+    ) -> Result<Self, AgentCallError> {
         let depth = match depth.map(str::trim) {
             None | Some("") => 1,
             Some(text) => text.parse::<u32>().map_err(|_| AgentCallError {
@@ -85,7 +91,9 @@ impl ChainContext {
         };
         if depth > MAX_CHAIN_DEPTH {
             return Err(AgentCallError {
-                reason: format!("chain depth exceeded: {depth} is above the limit of {MAX_CHAIN_DEPTH}"),
+                reason: format!(
+                    "chain depth exceeded: {depth} is above the limit of {MAX_CHAIN_DEPTH}"
+                ),
             });
         }
         let visited = visited
@@ -95,7 +103,10 @@ impl ChainContext {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect();
-        Ok(ChainContext { depth: depth.max(1), visited })
+        Ok(ChainContext {
+            depth: depth.max(1),
+            visited,
+        })
     }
 }
 
@@ -111,12 +122,20 @@ mod tests {
         }
         assert_eq!(chain.depth, 8);
         let err = chain.enter(None).unwrap_err();
-        assert!(err.reason.starts_with("chain depth exceeded"), "{}", err.reason);
+        assert!(
+            err.reason.starts_with("chain depth exceeded"),
+            "{}",
+            err.reason
+        );
     }
 
     #[test]
     fn revisiting_an_agent_is_a_cycle() {
-        let chain = ChainContext::root().enter(Some("a:x")).unwrap().enter(Some("b:y")).unwrap();
+        let chain = ChainContext::root()
+            .enter(Some("a:x"))
+            .unwrap()
+            .enter(Some("b:y"))
+            .unwrap();
         let err = chain.enter(Some("a:x")).unwrap_err();
         assert!(err.reason.starts_with("cycle detected"), "{}", err.reason);
         assert!(chain.enter(Some("a:z")).is_ok());
@@ -124,10 +143,19 @@ mod tests {
 
     #[test]
     fn headers_round_trip() {
-        let chain = ChainContext { depth: 3, visited: vec!["a:x".into(), "b:y".into()] };
+        let chain = ChainContext {
+            depth: 3,
+            visited: vec!["a:x".into(), "b:y".into()],
+        };
         let [(_, depth), (_, visited)] = chain.to_headers();
-        assert_eq!(ChainContext::from_headers(Some(&depth), Some(&visited)).unwrap(), chain);
-        assert_eq!(ChainContext::from_headers(None, None).unwrap(), ChainContext::root());
+        assert_eq!(
+            ChainContext::from_headers(Some(&depth), Some(&visited)).unwrap(),
+            chain
+        );
+        assert_eq!(
+            ChainContext::from_headers(None, None).unwrap(),
+            ChainContext::root()
+        );
         assert!(ChainContext::from_headers(Some("9"), None).is_err());
         assert!(ChainContext::from_headers(Some("x"), None).is_err());
     }

@@ -35,7 +35,8 @@ impl EgressPolicy {
     pub fn allows(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        self.exact.iter().any(|h| h == host) || self.suffixes.iter().any(|s| host.ends_with(s.as_str()))
+        self.exact.iter().any(|h| h == host)
+            || self.suffixes.iter().any(|s| host.ends_with(s.as_str()))
     }
 }
 
@@ -66,7 +67,9 @@ impl WasiHttpHooks for EgressHooks {
         if !self.policy.allows(&host) {
             self.log.record(
                 crate::LogLevel::Warn,
-                &format!("outbound request to `{host}` refused: the host is not in network.egress_hosts"),
+                &format!(
+                    "outbound request to `{host}` refused: the host is not in network.egress_hosts"
+                ),
             );
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }

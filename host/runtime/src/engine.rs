@@ -79,14 +79,17 @@ struct Ticker {
 impl Runtime {
     /// Creates the engine, the linker with every host import, and starts the epoch ticker.
     pub fn new(config: RuntimeConfig) -> Result<Self, LoadError> {
-        let engine = Engine::new(&engine_config(&config)).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let engine = Engine::new(&engine_config(&config))
+            .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
         add_imports(&mut linker).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let cache = match &config.cache_dir {
-            Some(dir) => Some(
-                DiskCache::new(dir.clone(), &engine)
-                    .map_err(|e| LoadError::Engine(format!("cannot use the cache directory {}: {e}", dir.display())))?,
-            ),
+            Some(dir) => Some(DiskCache::new(dir.clone(), &engine).map_err(|e| {
+                LoadError::Engine(format!(
+                    "cannot use the cache directory {}: {e}",
+                    dir.display()
+                ))
+            })?),
             None => None,
         };
         let stop = Arc::new(AtomicBool::new(false));
@@ -102,8 +105,19 @@ impl Runtime {
                 })
                 .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread: {e}")))?
         };
-        let ticker = Ticker { stop, handle: Some(handle) };
-        Ok(Runtime { inner: Arc::new(RuntimeInner { engine, linker, config, cache, ticker }) })
+        let ticker = Ticker {
+            stop,
+            handle: Some(handle),
+        };
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                linker,
+                config,
+                cache,
+                ticker,
+            }),
+        })
     }
 
     /// The configuration the runtime was made with.

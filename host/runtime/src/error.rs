@@ -75,7 +75,9 @@ pub enum CallError {
     #[error("the app failed: {0}")]
     Failed(String),
     /// The app tried to grow its memory beyond `runtime.resources.memory_mb`.
-    #[error("memory limit exceeded: the app may use at most {limit_mb} MiB (runtime.resources.memory_mb)")]
+    #[error(
+        "memory limit exceeded: the app may use at most {limit_mb} MiB (runtime.resources.memory_mb)"
+    )]
     MemoryLimit {
         /// The cap in MiB.
         limit_mb: u64,

@@ -59,7 +59,8 @@ impl Invocation {
     /// Grants scopes.
     #[must_use]
     pub fn with_scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Self {
-        self.granted_scopes.extend(scopes.into_iter().map(Into::into));
+        self.granted_scopes
+            .extend(scopes.into_iter().map(Into::into));
         self
     }
 

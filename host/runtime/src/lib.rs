@@ -41,11 +41,12 @@ mod state;
 
 pub use app::{App, RouteResponse};
 pub use bindings::atrium::app::types::{
-    AgentCallError, AppEvent, CallInfo, EmitResult, FetchResponse, HandlerError, InboundEnvelope, LogLevel,
-    Registration, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
+    AgentCallError, AppEvent, CallInfo, EmitResult, FetchResponse, HandlerError, InboundEnvelope,
+    LogLevel, Registration, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
 };
 pub use chain::{
-    ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS, MAX_CHAIN_DEPTH,
+    ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS,
+    MAX_CHAIN_DEPTH,
 };
 pub use egress::EgressPolicy;
 pub use engine::{MAX_MEMORY_MB, Runtime, RuntimeConfig};

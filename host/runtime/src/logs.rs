@@ -134,7 +134,10 @@ impl LogSink {
     pub fn finish(&self) {
         let (partials, dropped) = {
             let mut state = self.lock();
-            let partials = [std::mem::take(&mut state.partial[0]), std::mem::take(&mut state.partial[1])];
+            let partials = [
+                std::mem::take(&mut state.partial[0]),
+                std::mem::take(&mut state.partial[1]),
+            ];
             (partials, state.dropped)
         };
         for (stream, line) in [Stream::Stdout, Stream::Stderr].into_iter().zip(partials) {
@@ -160,6 +163,11 @@ impl LogSink {
         let (location, message) = after.split_once(":\n").unwrap_or((after, ""));
         let message = message.lines().next().unwrap_or("").trim();
         Some(format!("{message} (at {})", location.trim()))
+    }
+
+    /// The call's tags.
+    pub fn tags(&self) -> &CallTags {
+        &self.tags
     }
 
     /// How many bytes of output were dropped for exceeding the budget.
@@ -229,7 +237,11 @@ impl OutputStream for LogPipe {
 }
 
 impl tokio::io::AsyncWrite for LogPipe {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         self.sink.write(self.stream, buf);
         Poll::Ready(Ok(buf.len()))
     }
@@ -249,7 +261,12 @@ mod tests {
 
     fn sink(budget: usize) -> LogSink {
         LogSink::new(
-            CallTags { tenant: "t".into(), app: "a".into(), version: "1.0.0".into(), call: "c".into() },
+            CallTags {
+                tenant: "t".into(),
+                app: "a".into(),
+                version: "1.0.0".into(),
+                call: "c".into(),
+            },
             budget,
         )
     }
@@ -269,8 +286,14 @@ mod tests {
     #[test]
     fn the_panic_message_is_read_from_stderr() {
         let s = sink(1000);
-        s.write(Stream::Stderr, b"\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom at last\nnote: run with");
-        assert_eq!(s.panic_message().as_deref(), Some("boom at last (at src/lib.rs:10:5)"));
+        s.write(
+            Stream::Stderr,
+            b"\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom at last\nnote: run with",
+        );
+        assert_eq!(
+            s.panic_message().as_deref(),
+            Some("boom at last (at src/lib.rs:10:5)")
+        );
         assert_eq!(sink(10).panic_message(), None);
     }
 }

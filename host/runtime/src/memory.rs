@@ -12,7 +12,10 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::platform::{Commitment, Platform, RoomPostRequest};
-use crate::{AgentCallError, CallInfo, ChainContext, EmitResult, FetchResponse, RoomMessage, RoomPost, SenderType, ToolCallError};
+use crate::{
+    AgentCallError, CallInfo, ChainContext, EmitResult, FetchResponse, RoomMessage, RoomPost,
+    SenderType, ToolCallError,
+};
 
 /// Most mentions routed per message (spec section 8).
 const MAX_ROUTES: usize = 20;
@@ -62,7 +65,10 @@ pub struct MemoryPlatform {
 impl MemoryPlatform {
     /// An empty platform whose public URLs start with `platform_url`.
     pub fn new(platform_url: impl Into<String>) -> Self {
-        MemoryPlatform { state: Mutex::default(), platform_url: platform_url.into() }
+        MemoryPlatform {
+            state: Mutex::default(),
+            platform_url: platform_url.into(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -85,7 +91,9 @@ impl MemoryPlatform {
 
     fn put_tool(&self, name: &str, scopes: &[&str], answer: Result<Value, ToolCallError>) {
         let scopes = scopes.iter().map(|s| (*s).to_owned()).collect();
-        self.lock().tools.insert(name.to_owned(), MockTool { scopes, answer });
+        self.lock()
+            .tools
+            .insert(name.to_owned(), MockTool { scopes, answer });
     }
 
     /// Sets a secret.
@@ -98,7 +106,10 @@ impl MemoryPlatform {
     /// Adds a room with members given by canonical key (`<app>:<agent>` or `user:<uuid>`).
     #[must_use]
     pub fn with_room(self, room_id: &str, members: &[&str]) -> Self {
-        self.lock().rooms.insert(room_id.to_owned(), members.iter().map(|m| (*m).to_owned()).collect());
+        self.lock().rooms.insert(
+            room_id.to_owned(),
+            members.iter().map(|m| (*m).to_owned()).collect(),
+        );
         self
     }
 
@@ -112,7 +123,9 @@ impl MemoryPlatform {
     /// Grants calls to `agent` of `app` (`__route__` for its routes).
     #[must_use]
     pub fn with_grant(self, app: &str, agent: &str) -> Self {
-        self.lock().grants.insert((app.to_owned(), agent.to_owned()));
+        self.lock()
+            .grants
+            .insert((app.to_owned(), agent.to_owned()));
         self
     }
 
@@ -141,8 +154,19 @@ impl MemoryPlatform {
         self.lock().commitments.clone()
     }
 
-    fn record_agent_call(&self, kind: &'static str, target: String, prompt: &str, chain: &ChainContext) {
-        self.lock().agent_calls.push(AgentCall { kind, target, prompt: prompt.to_owned(), chain: chain.clone() });
+    fn record_agent_call(
+        &self,
+        kind: &'static str,
+        target: String,
+        prompt: &str,
+        chain: &ChainContext,
+    ) {
+        self.lock().agent_calls.push(AgentCall {
+            kind,
+            target,
+            prompt: prompt.to_owned(),
+            chain: chain.clone(),
+        });
     }
 }
 
@@ -155,7 +179,9 @@ pub fn extract_mentions(content: &str) -> Vec<String> {
             .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':')))
             .unwrap_or(rest.len());
         let token = rest[..end].trim_end_matches([':', '-', '_']);
-        let Some((left, right)) = token.split_once(':') else { continue };
+        let Some((left, right)) = token.split_once(':') else {
+            continue;
+        };
         if left.is_empty() || right.is_empty() || right.contains(':') {
             continue;
         }
@@ -172,7 +198,12 @@ impl Platform for MemoryPlatform {
         self.lock().tools.get(tool).map(|t| t.scopes.clone())
     }
 
-    async fn call_tool(&self, _call: &CallInfo, tool: &str, args: Value) -> Result<Value, ToolCallError> {
+    async fn call_tool(
+        &self,
+        _call: &CallInfo,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolCallError> {
         let mut state = self.lock();
         state.tool_calls.push((tool.to_owned(), args));
         match state.tools.get(tool) {
@@ -190,7 +221,11 @@ impl Platform for MemoryPlatform {
         self.lock().secrets.get(key).cloned()
     }
 
-    async fn post_to_room(&self, call: &CallInfo, post: RoomPostRequest) -> Result<RoomPost, ToolCallError> {
+    async fn post_to_room(
+        &self,
+        call: &CallInfo,
+        post: RoomPostRequest,
+    ) -> Result<RoomPost, ToolCallError> {
         let refuse = |decision: &str, message: String| ToolCallError {
             tool_name: "rooms.post".into(),
             decision: decision.into(),
@@ -199,13 +234,27 @@ impl Platform for MemoryPlatform {
         };
         let mut state = self.lock();
         let Some(members) = state.rooms.get(&post.room_id).cloned() else {
-            return Err(refuse("unknown_room", format!("there is no room `{}`", post.room_id)));
+            return Err(refuse(
+                "unknown_room",
+                format!("there is no room `{}`", post.room_id),
+            ));
         };
         if !members.contains(&post.sender_ref) {
-            return Err(refuse("not_member", format!("`{}` is not a member of room `{}`", post.sender_ref, post.room_id)));
+            return Err(refuse(
+                "not_member",
+                format!(
+                    "`{}` is not a member of room `{}`",
+                    post.sender_ref, post.room_id
+                ),
+            ));
         }
         let mentions = extract_mentions(&post.content);
-        let routed: Vec<String> = mentions.iter().filter(|m| members.contains(m)).take(MAX_ROUTES).cloned().collect();
+        let routed: Vec<String> = mentions
+            .iter()
+            .filter(|m| members.contains(m))
+            .take(MAX_ROUTES)
+            .cloned()
+            .collect();
         state.next_id += 1;
         let message = RoomMessage {
             id: format!("00000000-0000-4000-8000-{:012x}", state.next_id),
@@ -219,20 +268,43 @@ impl Platform for MemoryPlatform {
             metadata: post.metadata.to_string(),
             created_at: jiff::Timestamp::now().to_string(),
         };
-        let result = RoomPost { message, routed_targets: routed };
+        let result = RoomPost {
+            message,
+            routed_targets: routed,
+        };
         state.posts.push(result.clone());
         Ok(result)
     }
 
-    async fn delegate(&self, call: &CallInfo, chain: &ChainContext, target: &str, prompt: &str, _from: &str) -> Result<String, AgentCallError> {
+    async fn delegate(
+        &self,
+        call: &CallInfo,
+        chain: &ChainContext,
+        target: &str,
+        prompt: &str,
+        _from: &str,
+    ) -> Result<String, AgentCallError> {
         let key = format!("{}:{target}", call.app_id);
         self.record_agent_call("delegate", key.clone(), prompt, chain);
         Ok(format!("[{key}] {prompt}"))
     }
 
-    async fn invoke_app(&self, _call: &CallInfo, chain: &ChainContext, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError> {
-        if !self.lock().grants.contains(&(app.to_owned(), agent.to_owned())) {
-            return Err(AgentCallError { reason: format!("no grant: no active grant names agent `{agent}` of app `{app}`") });
+    async fn invoke_app(
+        &self,
+        _call: &CallInfo,
+        chain: &ChainContext,
+        app: &str,
+        agent: &str,
+        prompt: &str,
+    ) -> Result<String, AgentCallError> {
+        if !self
+            .lock()
+            .grants
+            .contains(&(app.to_owned(), agent.to_owned()))
+        {
+            return Err(AgentCallError {
+                reason: format!("no grant: no active grant names agent `{agent}` of app `{app}`"),
+            });
         }
         let key = format!("{app}:{agent}");
         self.record_agent_call("invoke", key.clone(), prompt, chain);
@@ -248,8 +320,14 @@ impl Platform for MemoryPlatform {
         method: &str,
         body: Option<Vec<u8>>,
     ) -> Result<FetchResponse, AgentCallError> {
-        if !self.lock().grants.contains(&(app.to_owned(), "__route__".to_owned())) {
-            return Err(AgentCallError { reason: format!("no grant: no active grant names __route__ of app `{app}`") });
+        if !self
+            .lock()
+            .grants
+            .contains(&(app.to_owned(), "__route__".to_owned()))
+        {
+            return Err(AgentCallError {
+                reason: format!("no grant: no active grant names __route__ of app `{app}`"),
+            });
         }
         self.record_agent_call("fetch", app.to_owned(), path, chain);
         let echo = json!({"app": app, "path": path, "method": method, "body_bytes": body.map_or(0, |b| b.len())});
@@ -260,20 +338,40 @@ impl Platform for MemoryPlatform {
         })
     }
 
-    async fn emit(&self, _call: &CallInfo, _chain: &ChainContext, name: &str, payload: Value) -> Result<EmitResult, AgentCallError> {
+    async fn emit(
+        &self,
+        _call: &CallInfo,
+        _chain: &ChainContext,
+        name: &str,
+        payload: Value,
+    ) -> Result<EmitResult, AgentCallError> {
         let mut state = self.lock();
         state.emitted.push((name.to_owned(), payload));
         let wires = state.wires.get(name).copied().unwrap_or(0);
-        Ok(EmitResult { wire_count: wires, dispatched: wires, failures: 0 })
+        Ok(EmitResult {
+            wire_count: wires,
+            dispatched: wires,
+            failures: 0,
+        })
     }
 
-    async fn ask(&self, call: &CallInfo, chain: &ChainContext, agent: &str, prompt: &str) -> Result<String, AgentCallError> {
+    async fn ask(
+        &self,
+        call: &CallInfo,
+        chain: &ChainContext,
+        agent: &str,
+        prompt: &str,
+    ) -> Result<String, AgentCallError> {
         let key = format!("{}:{agent}", call.app_id);
         self.record_agent_call("ask", key.clone(), prompt, chain);
         Ok(format!("[{key}] {prompt}"))
     }
 
-    async fn add_commitment(&self, _call: &CallInfo, commitment: Commitment) -> Result<String, ToolCallError> {
+    async fn add_commitment(
+        &self,
+        _call: &CallInfo,
+        commitment: Commitment,
+    ) -> Result<String, ToolCallError> {
         let mut state = self.lock();
         state.commitments.push(commitment);
         state.next_id += 1;
@@ -281,8 +379,17 @@ impl Platform for MemoryPlatform {
     }
 
     fn public_callback_url(&self, call: &CallInfo, path: &str) -> String {
-        let base = if self.platform_url.is_empty() { "http://127.0.0.1:8787" } else { &self.platform_url };
-        format!("{}/api/apps/{}/public/t/{}{path}", base.trim_end_matches('/'), call.app_id, call.tenant_id)
+        let base = if self.platform_url.is_empty() {
+            "http://127.0.0.1:8787"
+        } else {
+            &self.platform_url
+        };
+        format!(
+            "{}/api/apps/{}/public/t/{}{path}",
+            base.trim_end_matches('/'),
+            call.app_id,
+            call.tenant_id
+        )
     }
 }
 
@@ -295,7 +402,10 @@ mod tests {
         let text = "**@invoice-desk:clerk** please ask @user:5f0c6f1e-1111-4222-8333-444455556666, then @invoice-desk:clerk again. mail me@ or @nobody";
         assert_eq!(
             extract_mentions(text),
-            vec!["invoice-desk:clerk".to_owned(), "user:5f0c6f1e-1111-4222-8333-444455556666".to_owned()]
+            vec![
+                "invoice-desk:clerk".to_owned(),
+                "user:5f0c6f1e-1111-4222-8333-444455556666".to_owned()
+            ]
         );
     }
 }

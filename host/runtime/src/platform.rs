@@ -8,7 +8,9 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{AgentCallError, CallInfo, ChainContext, EmitResult, FetchResponse, RoomPost, ToolCallError};
+use crate::{
+    AgentCallError, CallInfo, ChainContext, EmitResult, FetchResponse, RoomPost, ToolCallError,
+};
 
 /// A room post the runtime has checked: the sender is one of the calling app's agents.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,13 +48,22 @@ pub trait Platform: Send + Sync + 'static {
     fn tool_scopes(&self, tool: &str) -> Option<Vec<String>>;
 
     /// Runs a platform tool whose scopes the install holds.
-    async fn call_tool(&self, call: &CallInfo, tool: &str, args: Value) -> Result<Value, ToolCallError>;
+    async fn call_tool(
+        &self,
+        call: &CallInfo,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolCallError>;
 
     /// A secret's value for the call's tenant and app, or none. Failures also give none.
     async fn secret(&self, call: &CallInfo, key: &str) -> Option<String>;
 
     /// Stores a room message and routes its mentions.
-    async fn post_to_room(&self, call: &CallInfo, post: RoomPostRequest) -> Result<RoomPost, ToolCallError>;
+    async fn post_to_room(
+        &self,
+        call: &CallInfo,
+        post: RoomPostRequest,
+    ) -> Result<RoomPost, ToolCallError>;
 
     /// Runs agent `target` of the calling app (team delegation, team checks already passed).
     async fn delegate(
@@ -86,13 +97,29 @@ pub trait Platform: Send + Sync + 'static {
     ) -> Result<FetchResponse, AgentCallError>;
 
     /// Fans an event out to the approved wires.
-    async fn emit(&self, call: &CallInfo, chain: &ChainContext, name: &str, payload: Value) -> Result<EmitResult, AgentCallError>;
+    async fn emit(
+        &self,
+        call: &CallInfo,
+        chain: &ChainContext,
+        name: &str,
+        payload: Value,
+    ) -> Result<EmitResult, AgentCallError>;
 
     /// Asks one of the calling app's agents.
-    async fn ask(&self, call: &CallInfo, chain: &ChainContext, agent: &str, prompt: &str) -> Result<String, AgentCallError>;
+    async fn ask(
+        &self,
+        call: &CallInfo,
+        chain: &ChainContext,
+        agent: &str,
+        prompt: &str,
+    ) -> Result<String, AgentCallError>;
 
     /// Records a commitment and returns its id.
-    async fn add_commitment(&self, call: &CallInfo, commitment: Commitment) -> Result<String, ToolCallError>;
+    async fn add_commitment(
+        &self,
+        call: &CallInfo,
+        commitment: Commitment,
+    ) -> Result<String, ToolCallError>;
 
     /// The public address of a public route of the calling app for the call's tenant.
     fn public_callback_url(&self, call: &CallInfo, path: &str) -> String;

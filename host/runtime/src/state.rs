@@ -29,18 +29,24 @@ pub(crate) struct CallState {
     pub granted_scopes: Arc<BTreeSet<String>>,
     pub settings: Arc<Map<String, Value>>,
     pub platform: Arc<dyn Platform>,
-    pub max_result_bytes: usize,
 }
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
 impl WasiHttpView for CallState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView { hooks: &mut self.hooks, table: &mut self.table, ctx: &mut self.http }
+        WasiHttpCtxView {
+            hooks: &mut self.hooks,
+            table: &mut self.table,
+            ctx: &mut self.http,
+        }
     }
 }
 
@@ -58,6 +64,10 @@ impl CallState {
     /// A message naming the declared agents, for errors.
     pub fn declared_agents(&self) -> String {
         let names: Vec<&str> = self.manifest.agents.iter().map(|a| a.id.as_str()).collect();
-        if names.is_empty() { "the manifest declares no agent".to_owned() } else { format!("declared agents: {}", names.join(", ")) }
+        if names.is_empty() {
+            "the manifest declares no agent".to_owned()
+        } else {
+            format!("declared agents: {}", names.join(", "))
+        }
     }
 }

@@ -9,7 +9,9 @@ use crate::state::CallState;
 use crate::{AgentCallError, EmitResult, FetchResponse};
 
 fn refuse(reason: impl Into<String>) -> AgentCallError {
-    AgentCallError { reason: reason.into() }
+    AgentCallError {
+        reason: reason.into(),
+    }
 }
 
 impl CallState {
@@ -27,19 +29,32 @@ impl CallState {
             return Err(refuse(format!("{role} is required")));
         }
         if self.agent(slug).is_none() {
-            return Err(refuse(format!("{role} `{slug}` is not an agent of this app ({})", self.declared_agents())));
+            return Err(refuse(format!(
+                "{role} `{slug}` is not an agent of this app ({})",
+                self.declared_agents()
+            )));
         }
         Ok(())
     }
 
-    async fn delegate(&mut self, target: String, prompt: String, from_agent: String) -> Result<String, AgentCallError> {
+    async fn delegate(
+        &mut self,
+        target: String,
+        prompt: String,
+        from_agent: String,
+    ) -> Result<String, AgentCallError> {
         self.refuse_on_public_route("team delegation")?;
         self.check_own_agent(&from_agent, "from_agent")?;
         // Spec 4.2: the caller's team list decides, except for a delegation to itself.
         if target != from_agent {
-            let team = self.agent(&from_agent).map(|a| a.team.clone()).unwrap_or_default();
+            let team = self
+                .agent(&from_agent)
+                .map(|a| a.team.clone())
+                .unwrap_or_default();
             if team.is_empty() {
-                return Err(refuse(format!("team delegation denied: agent `{from_agent}` has no team")));
+                return Err(refuse(format!(
+                    "team delegation denied: agent `{from_agent}` has no team"
+                )));
             }
             if !team.contains(&target) {
                 return Err(refuse(format!(
@@ -49,16 +64,25 @@ impl CallState {
             }
         }
         let chain = self.chain.enter(Some(&self.agent_key(&target)))?;
-        self.platform.delegate(&self.call, &chain, &target, &prompt, &from_agent).await
+        self.platform
+            .delegate(&self.call, &chain, &target, &prompt, &from_agent)
+            .await
     }
 
-    async fn invoke_app(&mut self, app: String, agent: String, prompt: String) -> Result<String, AgentCallError> {
+    async fn invoke_app(
+        &mut self,
+        app: String,
+        agent: String,
+        prompt: String,
+    ) -> Result<String, AgentCallError> {
         self.refuse_on_public_route("apps.invoke")?;
         if app.is_empty() || agent.is_empty() {
             return Err(refuse("apps.invoke needs an app and an agent"));
         }
         let chain = self.chain.enter(Some(&format!("{app}:{agent}")))?;
-        self.platform.invoke_app(&self.call, &chain, &app, &agent, &prompt).await
+        self.platform
+            .invoke_app(&self.call, &chain, &app, &agent, &prompt)
+            .await
     }
 
     async fn fetch_app(
@@ -69,13 +93,19 @@ impl CallState {
         body: Option<Vec<u8>>,
     ) -> Result<FetchResponse, AgentCallError> {
         let Some(method) = atrium_manifest::Method::parse(&method) else {
-            return Err(refuse(format!("apps.fetch: `{method}` is not one of GET, POST, PUT, DELETE, PATCH")));
+            return Err(refuse(format!(
+                "apps.fetch: `{method}` is not one of GET, POST, PUT, DELETE, PATCH"
+            )));
         };
         if !path.starts_with('/') {
-            return Err(refuse(format!("apps.fetch: the path `{path}` must start with /")));
+            return Err(refuse(format!(
+                "apps.fetch: the path `{path}` must start with /"
+            )));
         }
         let chain = self.chain.enter(None)?;
-        self.platform.fetch_app(&self.call, &chain, &app, &path, method.as_str(), body).await
+        self.platform
+            .fetch_app(&self.call, &chain, &app, &path, method.as_str(), body)
+            .await
     }
 
     async fn emit(&mut self, name: String, payload: String) -> Result<EmitResult, AgentCallError> {
@@ -84,7 +114,11 @@ impl CallState {
             let emits = &self.manifest.emits;
             return Err(refuse(format!(
                 "event `{name}` is not declared in the manifest's emits ({})",
-                if emits.is_empty() { "it declares none".to_owned() } else { emits.join(", ") }
+                if emits.is_empty() {
+                    "it declares none".to_owned()
+                } else {
+                    emits.join(", ")
+                }
             )));
         }
         let payload = super::parse_json("the event payload", &payload).map_err(refuse)?;
@@ -92,7 +126,11 @@ impl CallState {
         self.platform.emit(&self.call, &chain, &name, payload).await
     }
 
-    async fn ask(&mut self, prompt: String, agent: Option<String>) -> Result<String, AgentCallError> {
+    async fn ask(
+        &mut self,
+        prompt: String,
+        agent: Option<String>,
+    ) -> Result<String, AgentCallError> {
         let slug = match agent {
             Some(slug) => {
                 self.check_own_agent(&slug, "agent")?;
@@ -109,13 +147,23 @@ impl CallState {
 }
 
 impl team::Host for CallState {
-    async fn delegate(&mut self, target: String, prompt: String, from_agent: String) -> wasmtime::Result<Result<String, AgentCallError>> {
+    async fn delegate(
+        &mut self,
+        target: String,
+        prompt: String,
+        from_agent: String,
+    ) -> wasmtime::Result<Result<String, AgentCallError>> {
         Ok(CallState::delegate(self, target, prompt, from_agent).await)
     }
 }
 
 impl apps::Host for CallState {
-    async fn invoke(&mut self, app: String, agent: String, prompt: String) -> wasmtime::Result<Result<String, AgentCallError>> {
+    async fn invoke(
+        &mut self,
+        app: String,
+        agent: String,
+        prompt: String,
+    ) -> wasmtime::Result<Result<String, AgentCallError>> {
         Ok(self.invoke_app(app, agent, prompt).await)
     }
 
@@ -131,13 +179,21 @@ impl apps::Host for CallState {
 }
 
 impl events::Host for CallState {
-    async fn emit(&mut self, name: String, payload: String) -> wasmtime::Result<Result<EmitResult, AgentCallError>> {
+    async fn emit(
+        &mut self,
+        name: String,
+        payload: String,
+    ) -> wasmtime::Result<Result<EmitResult, AgentCallError>> {
         Ok(CallState::emit(self, name, payload).await)
     }
 }
 
 impl agent::Host for CallState {
-    async fn ask(&mut self, prompt: String, agent: Option<String>) -> wasmtime::Result<Result<String, AgentCallError>> {
+    async fn ask(
+        &mut self,
+        prompt: String,
+        agent: Option<String>,
+    ) -> wasmtime::Result<Result<String, AgentCallError>> {
         Ok(CallState::ask(self, prompt, agent).await)
     }
 }

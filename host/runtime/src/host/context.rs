@@ -9,14 +9,30 @@ impl context::Host for CallState {
         Ok(self.call.clone())
     }
 
-    async fn public_callback_url(&mut self, path: String) -> wasmtime::Result<Result<String, String>> {
-        let declared = self.manifest.http_routes.iter().any(|r| r.public && r.match_path(&path).is_some());
+    async fn public_callback_url(
+        &mut self,
+        path: String,
+    ) -> wasmtime::Result<Result<String, String>> {
+        let declared = self
+            .manifest
+            .http_routes
+            .iter()
+            .any(|r| r.public && r.match_path(&path).is_some());
         if !declared {
-            let public: Vec<&str> =
-                self.manifest.http_routes.iter().filter(|r| r.public).map(|r| r.path.as_str()).collect();
+            let public: Vec<&str> = self
+                .manifest
+                .http_routes
+                .iter()
+                .filter(|r| r.public)
+                .map(|r| r.path.as_str())
+                .collect();
             return Ok(Err(format!(
                 "`{path}` matches no public route of this app ({})",
-                if public.is_empty() { "it declares none".to_owned() } else { format!("public routes: {}", public.join(", ")) }
+                if public.is_empty() {
+                    "it declares none".to_owned()
+                } else {
+                    format!("public routes: {}", public.join(", "))
+                }
             )));
         }
         Ok(Ok(self.platform.public_callback_url(&self.call, &path)))

@@ -9,7 +9,12 @@ use crate::{RoomPost, ToolCallError};
 pub const MAX_ROOM_MESSAGE_CHARS: usize = 20_000;
 
 fn refusal(decision: &str, message: String) -> ToolCallError {
-    ToolCallError { tool_name: "rooms.post".into(), decision: decision.into(), message, needed_scopes: Vec::new() }
+    ToolCallError {
+        tool_name: "rooms.post".into(),
+        decision: decision.into(),
+        message,
+        needed_scopes: Vec::new(),
+    }
 }
 
 impl rooms::Host for CallState {
@@ -21,27 +26,46 @@ impl rooms::Host for CallState {
         metadata: Option<String>,
     ) -> wasmtime::Result<Result<RoomPost, ToolCallError>> {
         if from_agent.is_empty() {
-            return Ok(Err(refusal("invalid_arguments", "from_agent is required: the agent of this app that posts".into())));
+            return Ok(Err(refusal(
+                "invalid_arguments",
+                "from_agent is required: the agent of this app that posts".into(),
+            )));
         }
         let Some(agent) = self.agent(&from_agent) else {
             let agents = self.declared_agents();
-            return Ok(Err(refusal("unknown_agent", format!("`{from_agent}` is not an agent of this app ({agents})"))));
+            return Ok(Err(refusal(
+                "unknown_agent",
+                format!("`{from_agent}` is not an agent of this app ({agents})"),
+            )));
         };
         let sender_display = agent.name.clone();
         let chars = content.chars().count();
         if chars > MAX_ROOM_MESSAGE_CHARS {
             return Ok(Err(refusal(
                 "invalid_arguments",
-                format!("content has {chars} characters; a room message has at most {MAX_ROOM_MESSAGE_CHARS}"),
+                format!(
+                    "content has {chars} characters; a room message has at most {MAX_ROOM_MESSAGE_CHARS}"
+                ),
             )));
         }
         if content.trim().is_empty() {
-            return Ok(Err(refusal("invalid_arguments", "content must not be empty".into())));
+            return Ok(Err(refusal(
+                "invalid_arguments",
+                "content must not be empty".into(),
+            )));
         }
-        let metadata = match metadata.as_deref().map(|m| super::parse_json("metadata", m)) {
+        let metadata = match metadata
+            .as_deref()
+            .map(|m| super::parse_json("metadata", m))
+        {
             None => serde_json::Value::Object(Default::default()),
             Some(Ok(v)) if v.is_object() => v,
-            Some(Ok(_)) => return Ok(Err(refusal("invalid_arguments", "metadata must be a JSON object".into()))),
+            Some(Ok(_)) => {
+                return Ok(Err(refusal(
+                    "invalid_arguments",
+                    "metadata must be a JSON object".into(),
+                )));
+            }
             Some(Err(message)) => return Ok(Err(refusal("invalid_arguments", message))),
         };
         let request = RoomPostRequest {

@@ -8,7 +8,9 @@
 mod component {
     wit_bindgen::generate!({ path: "../../../wit", world: "atrium:app/platform" });
 
-    use atrium::app::types::{AppEvent, HandlerError, InboundEnvelope, Registration, RoomMessage, UserAdded};
+    use atrium::app::types::{
+        AppEvent, HandlerError, InboundEnvelope, Registration, RoomMessage, UserAdded,
+    };
 
     struct HandlersOnly;
 
@@ -30,7 +32,10 @@ mod component {
         }
         fn call_tool(name: String, _args: String) -> Result<String, HandlerError> {
             match name.as_str() {
-                "hello" => Ok(format!("\"hello from {}\"", atrium::app::context::current().tenant_id)),
+                "hello" => Ok(format!(
+                    "\"hello from {}\"",
+                    atrium::app::context::current().tenant_id
+                )),
                 _ => Err(none(&name)),
             }
         }

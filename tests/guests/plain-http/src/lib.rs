@@ -5,14 +5,17 @@
 mod component {
     use std::io::Write;
 
-    use wasip2::http::types::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam};
+    use wasip2::http::types::{
+        Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam,
+    };
 
     struct Plain;
 
     impl wasip2::exports::http::incoming_handler::Guest for Plain {
         fn handle(request: IncomingRequest, out: ResponseOutparam) {
             let path = request.path_with_query().unwrap_or_default();
-            let headers = Fields::from_list(&[("content-type".to_owned(), b"text/plain".to_vec())]).unwrap_or_else(|_| Fields::new());
+            let headers = Fields::from_list(&[("content-type".to_owned(), b"text/plain".to_vec())])
+                .unwrap_or_else(|_| Fields::new());
             let response = OutgoingResponse::new(headers);
             let Ok(body) = response.body() else { return };
             ResponseOutparam::set(out, Ok(response));

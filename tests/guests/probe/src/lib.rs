@@ -5,7 +5,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use atrium_sdk::http::{Request, Response};
-use atrium_sdk::{App, AppEvent, Ctx, Error, InboundEnvelope, ManifestInfo, RegistrationError, RoomMessage, UserAdded};
+use atrium_sdk::{
+    App, AppEvent, Ctx, Error, InboundEnvelope, ManifestInfo, RegistrationError, RoomMessage,
+    UserAdded,
+};
 use serde_json::{Value, json};
 
 static MANIFEST: ManifestInfo = atrium_sdk::manifest!("atrium.app.yaml");
@@ -13,7 +16,10 @@ static MANIFEST: ManifestInfo = atrium_sdk::manifest!("atrium.app.yaml");
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 fn text(args: &Value, key: &str) -> String {
-    args.get(key).and_then(Value::as_str).unwrap_or("").to_owned()
+    args.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
 }
 
 fn opt(args: &Value, key: &str) -> Option<String> {
@@ -34,22 +40,56 @@ fn platform(ctx: &Ctx<'_>, a: Value) -> Result<Value, Error> {
             "tenant_id": ctx.tenant_id(), "app_id": ctx.app_id(), "app_version": ctx.app_version(),
             "call_id": ctx.call_id(), "chain_depth": ctx.chain_depth(), "public_route": ctx.is_public_route(),
         }),
-        "tool" => outcome(ctx.tools.call(&text(&a, "name"), a.get("args").cloned().unwrap_or(json!({})))),
-        "tool_raw" => outcome(ctx.tools.call(&text(&a, "name"), a.get("args").cloned().unwrap_or(Value::Null))),
+        "tool" => outcome(ctx.tools.call(
+            &text(&a, "name"),
+            a.get("args").cloned().unwrap_or(json!({})),
+        )),
+        "tool_raw" => outcome(ctx.tools.call(
+            &text(&a, "name"),
+            a.get("args").cloned().unwrap_or(Value::Null),
+        )),
         "secret" => json!({"ok": ctx.secrets.get(&text(&a, "key"))}),
         "config" => json!({"ok": ctx.config.get(&text(&a, "key"))}),
         "config_all" => json!({"ok": ctx.config.all()}),
-        "post" => outcome(ctx.rooms.post(&text(&a, "room"), &text(&a, "content"), &text(&a, "from"))),
-        "delegate" => outcome(ctx.team.delegate(&text(&a, "target"), &text(&a, "prompt"), &text(&a, "from"))),
-        "invoke" => outcome(ctx.apps.invoke(&text(&a, "app"), &text(&a, "agent"), &text(&a, "prompt"))),
+        "post" => outcome(ctx.rooms.post(
+            &text(&a, "room"),
+            &text(&a, "content"),
+            &text(&a, "from"),
+        )),
+        "delegate" => outcome(ctx.team.delegate(
+            &text(&a, "target"),
+            &text(&a, "prompt"),
+            &text(&a, "from"),
+        )),
+        "invoke" => outcome(ctx.apps.invoke(
+            &text(&a, "app"),
+            &text(&a, "agent"),
+            &text(&a, "prompt"),
+        )),
         "fetch_app" => outcome(
             ctx.apps
-                .fetch(&text(&a, "app"), &text(&a, "path"), &text(&a, "method"), None)
+                .fetch(
+                    &text(&a, "app"),
+                    &text(&a, "path"),
+                    &text(&a, "method"),
+                    None,
+                )
                 .map(|r| json!({"status": r.status, "body": String::from_utf8_lossy(&r.body)})),
         ),
-        "emit" => outcome(ctx.events.emit(&text(&a, "name"), a.get("payload").cloned().unwrap_or(json!({})))),
-        "ask" => outcome(ctx.agent.ask(&text(&a, "prompt"), opt(&a, "agent").as_deref())),
-        "commit" => outcome(ctx.commitments.add(&text(&a, "title"), &text(&a, "content"), &text(&a, "from"), opt(&a, "due_at").as_deref())),
+        "emit" => outcome(ctx.events.emit(
+            &text(&a, "name"),
+            a.get("payload").cloned().unwrap_or(json!({})),
+        )),
+        "ask" => outcome(
+            ctx.agent
+                .ask(&text(&a, "prompt"), opt(&a, "agent").as_deref()),
+        ),
+        "commit" => outcome(ctx.commitments.add(
+            &text(&a, "title"),
+            &text(&a, "content"),
+            &text(&a, "from"),
+            opt(&a, "due_at").as_deref(),
+        )),
         "log" => {
             let message = text(&a, "message");
             match text(&a, "level").as_str() {
@@ -60,7 +100,10 @@ fn platform(ctx: &Ctx<'_>, a: Value) -> Result<Value, Error> {
             }
             json!({"ok": null})
         }
-        "public_url" => outcome(ctx.public_callback_url(&text(&a, "path")).map_err(|e| e.to_string())),
+        "public_url" => outcome(
+            ctx.public_callback_url(&text(&a, "path"))
+                .map_err(|e| e.to_string()),
+        ),
         other => return Err(Error::invalid_input(format!("unknown op `{other}`"))),
     })
 }
@@ -92,9 +135,15 @@ fn burn(_: &Ctx<'_>, a: Value) -> Result<Value, Error> {
     Ok(json!(x))
 }
 
+/// Recursion through a function pointer, so it is neither inlined nor turned into a loop; the
+/// frames live on the wasm stack, which the host bounds.
 fn depth(n: u64) -> u64 {
-    let pad = std::hint::black_box([n; 32]);
-    if n == u64::MAX { pad[0] } else { depth(n + 1).wrapping_add(pad[31]) }
+    let next: fn(u64) -> u64 = std::hint::black_box(depth);
+    if n == u64::MAX {
+        0
+    } else {
+        next(n + 1).wrapping_add(1)
+    }
 }
 
 fn recurse(_: &Ctx<'_>, _: Value) -> Result<Value, Error> {
@@ -140,18 +189,26 @@ fn env(_: &Ctx<'_>, _: Value) -> Result<Value, Error> {
 }
 
 fn filesystem(_: &Ctx<'_>, _: Value) -> Result<Value, Error> {
-    let read = std::fs::read_dir("/").map(|d| d.count()).map_err(|e| e.to_string());
+    let read = std::fs::read_dir("/")
+        .map(|d| d.count())
+        .map_err(|e| e.to_string());
     let write = std::fs::write("probe.txt", b"x").map_err(|e| e.to_string());
     Ok(json!({"read_dir": outcome(read), "write": outcome(write)}))
 }
 
 fn socket(_: &Ctx<'_>, a: Value) -> Result<Value, Error> {
     let address = text(&a, "address");
-    Ok(outcome(std::net::TcpStream::connect(address.as_str()).map(|_| "connected").map_err(|e| e.to_string())))
+    Ok(outcome(
+        std::net::TcpStream::connect(address.as_str())
+            .map(|_| "connected")
+            .map_err(|e| e.to_string()),
+    ))
 }
 
 fn on_event(ctx: &Ctx<'_>, event: AppEvent) -> Result<Value, Error> {
-    Ok(json!({"event": event.event_name, "from": event.emitter_app_id, "payload": event.payload, "tenant": ctx.tenant_id()}))
+    Ok(
+        json!({"event": event.event_name, "from": event.emitter_app_id, "payload": event.payload, "tenant": ctx.tenant_id()}),
+    )
 }
 
 fn echo_route(ctx: &Ctx<'_>, request: Request) -> Result<Response, Error> {
@@ -164,12 +221,18 @@ fn echo_route(ctx: &Ctx<'_>, request: Request) -> Result<Response, Error> {
 }
 
 fn submit_route(_: &Ctx<'_>, request: Request) -> Result<Response, Error> {
-    Ok(Response { status: 201, headers: vec![("x-length".into(), request.body.len().to_string())], body: request.body })
+    Ok(Response {
+        status: 201,
+        headers: vec![("x-length".into(), request.body.len().to_string())],
+        body: request.body,
+    })
 }
 
 fn open_route(ctx: &Ctx<'_>, _: Request) -> Result<Response, Error> {
     let emitted = ctx.events.emit("probe_event", json!({}));
-    Ok(Response::json(&json!({"public": ctx.is_public_route(), "emit": outcome(emitted)})))
+    Ok(Response::json(
+        &json!({"public": ctx.is_public_route(), "emit": outcome(emitted)}),
+    ))
 }
 
 fn logged(ctx: &Ctx<'_>, what: String) -> Result<(), Error> {
@@ -199,12 +262,23 @@ pub fn app() -> Result<App, RegistrationError> {
         .tool("socket", socket)?
         .on_install(|ctx| logged(ctx, "installed".into()))?
         .on_uninstall(|ctx| logged(ctx, "uninstalled".into()))?
-        .on_inbound(|ctx, envelope: InboundEnvelope| logged(ctx, format!("inbound {} from {}", envelope.message_id, envelope.from)))?
-        .on_user_added(|_, user: UserAdded| Err(Error::failed(format!("refusing user {}", user.user_id))))?
+        .on_inbound(|ctx, envelope: InboundEnvelope| {
+            logged(
+                ctx,
+                format!("inbound {} from {}", envelope.message_id, envelope.from),
+            )
+        })?
+        .on_user_added(|_, user: UserAdded| {
+            Err(Error::failed(format!("refusing user {}", user.user_id)))
+        })?
         .on_schedule("tick", |ctx| logged(ctx, "tick".into()))?
         .on_event("entry_booked", on_event)?
         .on_message(|ctx, agent: &str, message: RoomMessage| {
-            ctx.rooms.post(&message.room_id, &format!("{agent} got: {}", message.content), agent)?;
+            ctx.rooms.post(
+                &message.room_id,
+                &format!("{agent} got: {}", message.content),
+                agent,
+            )?;
             Ok(())
         })?
         .route("GET", "/echo/{word}", echo_route)?

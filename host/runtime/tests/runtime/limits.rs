@@ -1,0 +1,227 @@
+//! Hostile guests: each limit ends only its own call, with a typed error.
+
+use std::time::Duration;
+
+use crate::common::*;
+use atrium_runtime::{CallError, Runtime, RuntimeConfig};
+
+fn runtime_with(deadline: Duration, edit: impl FnOnce(&mut RuntimeConfig)) -> Runtime {
+    let mut config = RuntimeConfig {
+        deadline,
+        ..config()
+    };
+    edit(&mut config);
+    Runtime::new(config).unwrap()
+}
+
+#[tokio::test]
+async fn memory_growth_beyond_the_cap_fails_the_call_and_names_the_cap() {
+    let p = platform();
+    let app = probe();
+    let err = app
+        .call_tool(&inv(&p), "memory_bomb", "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(err, CallError::MemoryLimit { limit_mb: 64 });
+    assert!(
+        err.to_string()
+            .contains("at most 64 MiB (runtime.resources.memory_mb)")
+    );
+    // The host carries on.
+    assert_eq!(
+        app.call_tool(&inv(&p), "echo", r#"{"a":1}"#).await.unwrap(),
+        r#"{"a":1}"#
+    );
+}
+
+#[tokio::test]
+async fn the_cap_comes_from_the_manifest() {
+    let rt = runtime();
+    let app = load_on(
+        rt,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |m| {
+            m.runtime.resources.memory_mb = 128;
+        },
+    );
+    let err = app
+        .call_tool(&inv(&platform()), "memory_bomb", "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(err, CallError::MemoryLimit { limit_mb: 128 });
+}
+
+#[tokio::test]
+async fn an_endless_loop_ends_at_the_deadline_and_never_stalls_other_calls() {
+    // A current-thread runtime: the looping guest and the other calls share one thread, so the
+    // other calls finish only because the loop yields at every epoch tick.
+    let rt = runtime_with(Duration::from_millis(600), |_| {});
+    let app = load_on(
+        &rt,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |_| {},
+    );
+    let p = platform();
+    let spinning = {
+        let (app, i) = (app.clone(), inv(&p));
+        tokio::spawn(async move { app.call_tool(&i, "spin", "{}").await })
+    };
+    let mut echoes = 0;
+    while !spinning.is_finished() {
+        assert_eq!(app.call_tool(&inv(&p), "echo", "{}").await.unwrap(), "{}");
+        echoes += 1;
+    }
+    assert_eq!(
+        spinning.await.unwrap().unwrap_err(),
+        CallError::Deadline(Duration::from_millis(600))
+    );
+    assert!(echoes > 0);
+}
+
+#[tokio::test]
+async fn deep_recursion_is_a_stack_overflow() {
+    let err = probe()
+        .call_tool(&inv(&platform()), "recurse", "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(err, CallError::StackOverflow);
+}
+
+#[tokio::test]
+async fn a_result_over_the_cap_is_refused() {
+    let p = platform();
+    let err = probe()
+        .call_tool(&inv(&p), "huge_output", r#"{"bytes": 2000000}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CallError::TooLarge {
+            what: "result",
+            limit: 1024 * 1024
+        }
+    );
+    assert!(
+        probe()
+            .call_tool(&inv(&p), "huge_output", r#"{"bytes": 1000}"#)
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn output_beyond_the_log_budget_is_dropped_and_reported() {
+    let captured = Captured::default();
+    let _guard = captured.install();
+    let rt = runtime_with(Duration::from_secs(10), |c| c.max_log_bytes = 10_000);
+    let app = load_on(
+        &rt,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |_| {},
+    );
+    assert_eq!(
+        app.call_tool(&inv(&platform()), "log_flood", r#"{"lines": 2000}"#)
+            .await
+            .unwrap(),
+        "2000"
+    );
+    let lines = captured.lines();
+    let kept = lines.iter().filter(|l| l.contains("flood line")).count();
+    assert!(kept > 0 && kept < 200, "{kept} lines kept");
+    assert!(
+        lines.iter().any(|l| l.contains("log budget exhausted")),
+        "{lines:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_trap_is_a_typed_error() {
+    let err = probe()
+        .call_tool(&inv(&platform()), "trap", "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CallError::Trap("wasm `unreachable` instruction executed".into())
+    );
+}
+
+#[tokio::test]
+async fn a_panic_names_its_message() {
+    let err = probe()
+        .call_tool(
+            &inv(&platform()),
+            "panic",
+            r#"{"message": "invoice 7 is corrupt"}"#,
+        )
+        .await
+        .unwrap_err();
+    let CallError::Panic(message) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        message.starts_with("invoice 7 is corrupt (at "),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn cpu_cores_below_one_is_a_share_of_a_core() {
+    // The same work passes with a full core and runs out of time at a tenth of one: the
+    // throttled call may hold a worker thread for at most 0.1 × its elapsed time.
+    let rt = runtime_with(Duration::from_secs(3), |_| {});
+    let full = load_on(
+        &rt,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |m| {
+            m.runtime.resources.cpu_cores = 1.0;
+        },
+    );
+    let tenth = load_on(
+        &rt,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |m| {
+            m.runtime.resources.cpu_cores = 0.1;
+        },
+    );
+    let p = platform();
+    let work = r#"{"iterations": 300000000}"#;
+    full.call_tool(&inv(&p), "burn", work)
+        .await
+        .expect("a full core finishes the work");
+    assert_eq!(
+        tenth.call_tool(&inv(&p), "burn", work).await.unwrap_err(),
+        CallError::Deadline(Duration::from_secs(3))
+    );
+}
+
+#[tokio::test]
+async fn a_full_instance_pool_is_a_capacity_error() {
+    let rt = runtime_with(Duration::from_millis(800), |c| c.max_instances = 1);
+    let app = load_on(
+        &rt,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |_| {},
+    );
+    let p = platform();
+    let spinning = {
+        let (app, i) = (app.clone(), inv(&p));
+        tokio::spawn(async move { app.call_tool(&i, "spin", "{}").await })
+    };
+    tokio::task::yield_now().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let err = app.call_tool(&inv(&p), "echo", "{}").await.unwrap_err();
+    assert!(
+        matches!(&err, CallError::Capacity(m) if m.contains("concurrent")),
+        "{err:?}"
+    );
+    assert!(spinning.await.unwrap().is_err());
+    // The slot is free again.
+    assert!(app.call_tool(&inv(&p), "echo", "{}").await.is_ok());
+}

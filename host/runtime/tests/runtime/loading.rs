@@ -1,0 +1,127 @@
+use atrium_runtime::{LoadError, Runtime};
+
+use crate::common::*;
+
+#[test]
+fn a_component_is_compiled_once_and_then_loaded_from_the_disk_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || atrium_runtime::RuntimeConfig {
+        cache_dir: Some(dir.path().to_owned()),
+        ..config()
+    };
+    let m = manifest(atrium_test_artifacts::MINIMAL_MANIFEST);
+    let bytes = std::fs::read(atrium_test_artifacts::MINIMAL).unwrap();
+
+    let first = Runtime::new(config())
+        .unwrap()
+        .load(&bytes, m.clone())
+        .unwrap();
+    assert!(!first.loaded_from_cache());
+    // A restart: a new engine with the same settings finds the artifact.
+    let second = Runtime::new(config())
+        .unwrap()
+        .load(&bytes, m.clone())
+        .unwrap();
+    assert!(second.loaded_from_cache());
+
+    // A damaged artifact is compiled again and replaced.
+    let cached: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    assert!(
+        cached[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with(".cwasm")
+    );
+    std::fs::write(&cached[0], b"garbage").unwrap();
+    let third = Runtime::new(config())
+        .unwrap()
+        .load(&bytes, m.clone())
+        .unwrap();
+    assert!(!third.loaded_from_cache());
+    assert!(
+        Runtime::new(config())
+            .unwrap()
+            .load(&bytes, m)
+            .unwrap()
+            .loaded_from_cache()
+    );
+}
+
+#[test]
+fn bytes_that_are_not_a_component_are_refused() {
+    let m = manifest(atrium_test_artifacts::MINIMAL_MANIFEST);
+    let err = runtime().load(b"hello", m.clone()).err().unwrap();
+    assert!(matches!(err, LoadError::NotAComponent(_)), "{err}");
+    let core = wat::parse_str("(module)").unwrap();
+    let err = runtime().load(&core, m).err().unwrap();
+    assert!(err.to_string().contains("core WebAssembly module"), "{err}");
+}
+
+#[test]
+fn a_component_for_another_world_is_refused_with_the_reason() {
+    let m = manifest(atrium_test_artifacts::MINIMAL_MANIFEST);
+    let foreign = wat::parse_str(
+        r#"(component (import "evil:thing/sockets" (instance (export "connect" (func)))))"#,
+    )
+    .unwrap();
+    let err = runtime().load(&foreign, m.clone()).err().unwrap();
+    assert!(matches!(err, LoadError::WrongWorld(_)), "{err}");
+    assert!(err.to_string().contains("evil:thing/sockets"), "{err}");
+
+    let empty = wat::parse_str("(component)").unwrap();
+    let err = runtime().load(&empty, m).err().unwrap();
+    assert!(
+        err.to_string()
+            .contains("exports neither atrium:app/handlers"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_file_names_the_path() {
+    let m = manifest(atrium_test_artifacts::MINIMAL_MANIFEST);
+    let err = runtime()
+        .load_file(std::path::Path::new("/no/such/app.wasm"), m)
+        .err()
+        .unwrap();
+    assert!(matches!(err, LoadError::Io { .. }));
+    assert!(err.to_string().contains("/no/such/app.wasm"));
+}
+
+#[test]
+fn a_memory_cap_above_the_host_maximum_is_refused() {
+    let mut m = manifest(atrium_test_artifacts::MINIMAL_MANIFEST);
+    m.runtime.resources.memory_mb = 8192;
+    let bytes = std::fs::read(atrium_test_artifacts::MINIMAL).unwrap();
+    let err = runtime().load(&bytes, m).err().unwrap();
+    assert!(matches!(err, LoadError::Manifest(_)), "{err}");
+}
+
+#[tokio::test]
+async fn optional_exports_are_detected() {
+    let plain = load_on(
+        runtime(),
+        atrium_test_artifacts::PLAIN_HTTP,
+        atrium_test_artifacts::PLAIN_HTTP_MANIFEST,
+        |_| {},
+    );
+    assert!(plain.has_http() && !plain.has_handlers());
+    let only = load_on(
+        runtime(),
+        atrium_test_artifacts::HANDLERS_ONLY,
+        atrium_test_artifacts::HANDLERS_ONLY_MANIFEST,
+        |_| {},
+    );
+    assert!(only.has_handlers() && !only.has_http());
+    let p = platform();
+    assert_eq!(plain.health(&inv(&p)).await.unwrap(), None);
+    assert_eq!(
+        only.health(&inv(&p)).await.unwrap().unwrap().tools,
+        vec!["hello".to_owned()]
+    );
+}
