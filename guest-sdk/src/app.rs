@@ -14,6 +14,7 @@ use crate::{
 
 type Handler<A, R> = Box<dyn Fn(&Ctx<'_>, A) -> Result<R, Error>>;
 type JsonHandler = Handler<serde_json::Value, serde_json::Value>;
+type RoomHandler = Box<dyn Fn(&Ctx<'_>, &str, RoomMessage) -> Result<(), Error>>;
 
 /// Options of [`App::tool_with`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,7 +38,7 @@ pub struct App {
     user_added: Option<Handler<UserAdded, ()>>,
     schedules: BTreeMap<String, Handler<(), ()>>,
     events: BTreeMap<String, Handler<AppEvent, serde_json::Value>>,
-    room_message: Option<Box<dyn Fn(&Ctx<'_>, &str, RoomMessage) -> Result<(), Error>>>,
+    room_message: Option<RoomHandler>,
     routes: Vec<(&'static str, &'static str, Handler<Request, Response>)>,
 }
 

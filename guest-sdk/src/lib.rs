@@ -138,7 +138,7 @@ macro_rules! export {
                 }
             }
 
-    impl $crate::__private::wasip2::exports::http::incoming_handler::Guest for AtriumApp {
+            impl $crate::__private::wasip2::exports::http::incoming_handler::Guest for AtriumApp {
                 fn handle(
                     request: $crate::__private::wasip2::http::types::IncomingRequest,
                     out: $crate::__private::wasip2::http::types::ResponseOutparam,
@@ -147,7 +147,7 @@ macro_rules! export {
                 }
             }
 
-            $crate::bindings::export_platform!(AtriumApp with_types_in $crate::bindings);
+    $crate::bindings::export_platform!(AtriumApp with_types_in $crate::bindings);
             $crate::__private::wasip2::http::proxy::export!(AtriumApp);
         };
     };

@@ -3,6 +3,9 @@
 //! never waits on the lock of the build that runs this script. Tests get the paths from
 //! generated constants.
 
+// A build script reports failure by panicking with a message.
+#![allow(clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

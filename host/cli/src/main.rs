@@ -3,6 +3,7 @@
 //! Exit codes follow the platform's CLI contract: 0 success, 1 bad input, 2 platform error
 //! (or, for `lint`, a check that could not run), 3 authentication error.
 
+mod call;
 mod lint;
 
 use std::process::ExitCode;
@@ -24,6 +25,12 @@ enum Command {
     /// Exit codes: 0 pass (warnings allowed), 1 an error-severity problem, 2 the check could
     /// not run (file missing or unreadable).
     Lint(lint::Args),
+    /// Run one call into an app component locally: a tool, an event, a route, a lifecycle
+    /// hook, a schedule, a room message or the health check, against an in-memory platform.
+    ///
+    /// Exit codes: 0 the call succeeded, 1 bad input, 2 the component did not load or the
+    /// call failed.
+    Call(Box<call::Args>),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +40,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Lint(args) => lint::run(&args),
+        Command::Call(args) => call::run(&args),
     }
 }
 

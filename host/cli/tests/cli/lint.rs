@@ -1,23 +1,10 @@
-//! The `atrium` binary, run as a user would: exit codes and output of `atrium lint`.
-
-#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+//! `atrium lint`.
 
 use std::path::Path;
-use std::process::{Command, Output};
+
+use crate::{atrium, stdout};
 
 const MINIMAL: &str = "apiVersion: platform/v2\napp_id: demo-app\nversion: 1.0.0\nname: Demo\nruntime:\n  image: ghcr.io/acme/demo:1.0.0\n";
-
-fn atrium(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atrium"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run atrium")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn project(manifest: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1,0 +1,223 @@
+//! `atrium call`: a call through the real runtime against the in-memory platform.
+
+use std::path::{Path, PathBuf};
+
+use crate::{atrium, stderr, stdout};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `atrium call` with a cache under the test's own directory.
+fn call(cache: &Path, args: &[&str]) -> std::process::Output {
+    let cache = cache.to_str().unwrap();
+    let mut all = vec!["call", "--cache-dir", cache];
+    all.extend_from_slice(args);
+    atrium(&root(), &all)
+}
+
+fn invoices(cache: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "--component",
+        atrium_test_artifacts::INVOICES,
+        "--manifest",
+        "examples/invoices/atrium.app.yaml",
+        "--mocks",
+        "examples/invoices/atrium.dev.json",
+    ];
+    args.extend_from_slice(extra);
+    call(cache, &args)
+}
+
+#[test]
+fn a_tool_call_prints_its_json_result_and_what_the_app_did() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = invoices(cache.path(), &["list_invoices", "{}"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["invoices"][0]["id"], "inv-2");
+    assert!(
+        stderr(&out).contains(r#"platform: tool records.query {"record_type":"invoice"}"#),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn scopes_settings_and_events() {
+    let cache = tempfile::tempdir().unwrap();
+    let denied = invoices(
+        cache.path(),
+        &[
+            "--grant",
+            "invoices.read",
+            "approve_invoice",
+            r#"{"id":"inv-1","amount":5}"#,
+        ],
+    );
+    assert_eq!(denied.status.code(), Some(2));
+    assert!(
+        stderr(&denied).contains("needs scopes the install has not granted: invoices.write"),
+        "{}",
+        stderr(&denied)
+    );
+
+    let over = invoices(
+        cache.path(),
+        &[
+            "--setting",
+            "approval_limit=1",
+            "approve_invoice",
+            r#"{"id":"inv-1","amount":5}"#,
+        ],
+    );
+    assert_eq!(over.status.code(), Some(2));
+    assert!(
+        stderr(&over).contains("above the approval limit of 1"),
+        "{}",
+        stderr(&over)
+    );
+
+    let ok = invoices(
+        cache.path(),
+        &["approve_invoice", r#"{"id":"inv-1","amount":5}"#],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    assert!(
+        stderr(&ok).contains("platform: event invoice_approved"),
+        "{}",
+        stderr(&ok)
+    );
+
+    let event = invoices(
+        cache.path(),
+        &[
+            "--event",
+            "entry_booked",
+            r#"{"invoice_id":"inv-1","entry_id":"e-1"}"#,
+        ],
+    );
+    assert_eq!(event.status.code(), Some(0), "{}", stderr(&event));
+    assert!(
+        stdout(&event).contains(r#""from": "ledger""#),
+        "{}",
+        stdout(&event)
+    );
+}
+
+#[test]
+fn routes_lifecycle_schedules_and_health() {
+    let cache = tempfile::tempdir().unwrap();
+    let pdf = invoices(
+        cache.path(),
+        &["--route", "GET", "/files/invoice-9.pdf", "--public"],
+    );
+    assert_eq!(pdf.status.code(), Some(0), "{}", stderr(&pdf));
+    assert!(
+        stdout(&pdf).starts_with("200 OK\ncontent-type: application/pdf\n\n%PDF-1.4"),
+        "{}",
+        stdout(&pdf)
+    );
+
+    let install = invoices(
+        cache.path(),
+        &[
+            "--lifecycle",
+            "on_install",
+            "--setting",
+            r#"company_name="Acme""#,
+        ],
+    );
+    assert_eq!(install.status.code(), Some(0), "{}", stderr(&install));
+    let missing = invoices(cache.path(), &["--lifecycle", "on_install"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("company_name is required"));
+
+    let schedule = invoices(cache.path(), &["--schedule", "monday_digest"]);
+    assert_eq!(schedule.status.code(), Some(0), "{}", stderr(&schedule));
+    assert_eq!(
+        stderr(&schedule)
+            .matches("platform: event invoice_overdue")
+            .count(),
+        2,
+        "{}",
+        stderr(&schedule)
+    );
+
+    let health = invoices(cache.path(), &["--health"]);
+    assert!(
+        stdout(&health)
+            .starts_with("healthy: tools [approve_invoice, list_invoices, send_reminder]"),
+        "{}",
+        stdout(&health)
+    );
+}
+
+#[test]
+fn a_room_message_reaches_the_bot() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = call(
+        cache.path(),
+        &[
+            "--component",
+            atrium_test_artifacts::ROOM_BOT,
+            "--manifest",
+            "examples/room-bot/atrium.app.yaml",
+            "--room",
+            "r1",
+            "--member",
+            "room-bot:concierge",
+            "--message",
+            "concierge",
+            "@room-bot:concierge hello there",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("room-bot:concierge posted to room r1:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bad_input_exits_1_and_a_failed_call_exits_2() {
+    let cache = tempfile::tempdir().unwrap();
+    let bad_json = invoices(cache.path(), &["list_invoices", "{oops"]);
+    assert_eq!(bad_json.status.code(), Some(1));
+    assert!(stderr(&bad_json).contains("the tool argument object is not valid JSON"));
+    let no_tool = invoices(cache.path(), &[]);
+    assert_eq!(no_tool.status.code(), Some(1));
+    let bad_setting = invoices(cache.path(), &["--setting", "nokey", "list_invoices"]);
+    assert_eq!(bad_setting.status.code(), Some(1));
+    let undeclared = invoices(cache.path(), &["drop_tables", "{}"]);
+    assert_eq!(undeclared.status.code(), Some(2));
+    assert!(
+        stderr(&undeclared).contains("tool `drop_tables` is not declared"),
+        "{}",
+        stderr(&undeclared)
+    );
+    let missing = call(
+        cache.path(),
+        &[
+            "--component",
+            "/no/such.wasm",
+            "--manifest",
+            "examples/minimal/atrium.app.yaml",
+            "--health",
+        ],
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("/no/such.wasm"));
+    let bad_manifest = call(
+        cache.path(),
+        &[
+            "--component",
+            atrium_test_artifacts::MINIMAL,
+            "--manifest",
+            "Cargo.toml",
+            "--health",
+        ],
+    );
+    assert_eq!(bad_manifest.status.code(), Some(1));
+}
