@@ -8,15 +8,23 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Runs `atrium call` with a cache under the test's own directory.
-fn call(cache: &Path, args: &[&str]) -> std::process::Output {
+/// Compiled components are cached across tests and runs, as on a developer's machine.
+fn shared_cache() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root().join("target"), PathBuf::from)
+        .join("atrium-test-cache")
+}
+
+/// Runs `atrium call`; the first test to load a component compiles it, the others load it.
+fn call(args: &[&str]) -> std::process::Output {
+    let cache = shared_cache();
     let cache = cache.to_str().unwrap();
     let mut all = vec!["call", "--cache-dir", cache];
     all.extend_from_slice(args);
     atrium(&root(), &all)
 }
 
-fn invoices(cache: &Path, extra: &[&str]) -> std::process::Output {
+fn invoices(extra: &[&str]) -> std::process::Output {
     let mut args = vec![
         "--component",
         atrium_test_artifacts::INVOICES,
@@ -26,13 +34,12 @@ fn invoices(cache: &Path, extra: &[&str]) -> std::process::Output {
         "examples/invoices/atrium.dev.json",
     ];
     args.extend_from_slice(extra);
-    call(cache, &args)
+    call(&args)
 }
 
 #[test]
 fn a_tool_call_prints_its_json_result_and_what_the_app_did() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = invoices(cache.path(), &["list_invoices", "{}"]);
+    let out = invoices(&["list_invoices", "{}"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let result: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(result["invoices"][0]["id"], "inv-2");
@@ -45,16 +52,12 @@ fn a_tool_call_prints_its_json_result_and_what_the_app_did() {
 
 #[test]
 fn scopes_settings_and_events() {
-    let cache = tempfile::tempdir().unwrap();
-    let denied = invoices(
-        cache.path(),
-        &[
-            "--grant",
-            "invoices.read",
-            "approve_invoice",
-            r#"{"id":"inv-1","amount":5}"#,
-        ],
-    );
+    let denied = invoices(&[
+        "--grant",
+        "invoices.read",
+        "approve_invoice",
+        r#"{"id":"inv-1","amount":5}"#,
+    ]);
     assert_eq!(denied.status.code(), Some(2));
     assert!(
         stderr(&denied).contains("needs scopes the install has not granted: invoices.write"),
@@ -62,15 +65,12 @@ fn scopes_settings_and_events() {
         stderr(&denied)
     );
 
-    let over = invoices(
-        cache.path(),
-        &[
-            "--setting",
-            "approval_limit=1",
-            "approve_invoice",
-            r#"{"id":"inv-1","amount":5}"#,
-        ],
-    );
+    let over = invoices(&[
+        "--setting",
+        "approval_limit=1",
+        "approve_invoice",
+        r#"{"id":"inv-1","amount":5}"#,
+    ]);
     assert_eq!(over.status.code(), Some(2));
     assert!(
         stderr(&over).contains("above the approval limit of 1"),
@@ -78,10 +78,7 @@ fn scopes_settings_and_events() {
         stderr(&over)
     );
 
-    let ok = invoices(
-        cache.path(),
-        &["approve_invoice", r#"{"id":"inv-1","amount":5}"#],
-    );
+    let ok = invoices(&["approve_invoice", r#"{"id":"inv-1","amount":5}"#]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert!(
         stderr(&ok).contains("platform: event invoice_approved"),
@@ -89,14 +86,11 @@ fn scopes_settings_and_events() {
         stderr(&ok)
     );
 
-    let event = invoices(
-        cache.path(),
-        &[
-            "--event",
-            "entry_booked",
-            r#"{"invoice_id":"inv-1","entry_id":"e-1"}"#,
-        ],
-    );
+    let event = invoices(&[
+        "--event",
+        "entry_booked",
+        r#"{"invoice_id":"inv-1","entry_id":"e-1"}"#,
+    ]);
     assert_eq!(event.status.code(), Some(0), "{}", stderr(&event));
     assert!(
         stdout(&event).contains(r#""from": "ledger""#),
@@ -107,11 +101,7 @@ fn scopes_settings_and_events() {
 
 #[test]
 fn routes_lifecycle_schedules_and_health() {
-    let cache = tempfile::tempdir().unwrap();
-    let pdf = invoices(
-        cache.path(),
-        &["--route", "GET", "/files/invoice-9.pdf", "--public"],
-    );
+    let pdf = invoices(&["--route", "GET", "/files/invoice-9.pdf", "--public"]);
     assert_eq!(pdf.status.code(), Some(0), "{}", stderr(&pdf));
     assert!(
         stdout(&pdf).starts_with("200 OK\ncontent-type: application/pdf\n\n%PDF-1.4"),
@@ -119,21 +109,18 @@ fn routes_lifecycle_schedules_and_health() {
         stdout(&pdf)
     );
 
-    let install = invoices(
-        cache.path(),
-        &[
-            "--lifecycle",
-            "on_install",
-            "--setting",
-            r#"company_name="Acme""#,
-        ],
-    );
+    let install = invoices(&[
+        "--lifecycle",
+        "on_install",
+        "--setting",
+        r#"company_name="Acme""#,
+    ]);
     assert_eq!(install.status.code(), Some(0), "{}", stderr(&install));
-    let missing = invoices(cache.path(), &["--lifecycle", "on_install"]);
+    let missing = invoices(&["--lifecycle", "on_install"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("company_name is required"));
 
-    let schedule = invoices(cache.path(), &["--schedule", "monday_digest"]);
+    let schedule = invoices(&["--schedule", "monday_digest"]);
     assert_eq!(schedule.status.code(), Some(0), "{}", stderr(&schedule));
     assert_eq!(
         stderr(&schedule)
@@ -144,7 +131,7 @@ fn routes_lifecycle_schedules_and_health() {
         stderr(&schedule)
     );
 
-    let health = invoices(cache.path(), &["--health"]);
+    let health = invoices(&["--health"]);
     assert!(
         stdout(&health)
             .starts_with("healthy: tools [approve_invoice, list_invoices, send_reminder]"),
@@ -155,23 +142,19 @@ fn routes_lifecycle_schedules_and_health() {
 
 #[test]
 fn a_room_message_reaches_the_bot() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = call(
-        cache.path(),
-        &[
-            "--component",
-            atrium_test_artifacts::ROOM_BOT,
-            "--manifest",
-            "examples/room-bot/atrium.app.yaml",
-            "--room",
-            "r1",
-            "--member",
-            "room-bot:concierge",
-            "--message",
-            "concierge",
-            "@room-bot:concierge hello there",
-        ],
-    );
+    let out = call(&[
+        "--component",
+        atrium_test_artifacts::ROOM_BOT,
+        "--manifest",
+        "examples/room-bot/atrium.app.yaml",
+        "--room",
+        "r1",
+        "--member",
+        "room-bot:concierge",
+        "--message",
+        "concierge",
+        "@room-bot:concierge hello there",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("room-bot:concierge posted to room r1:"),
@@ -182,42 +165,35 @@ fn a_room_message_reaches_the_bot() {
 
 #[test]
 fn bad_input_exits_1_and_a_failed_call_exits_2() {
-    let cache = tempfile::tempdir().unwrap();
-    let bad_json = invoices(cache.path(), &["list_invoices", "{oops"]);
+    let bad_json = invoices(&["list_invoices", "{oops"]);
     assert_eq!(bad_json.status.code(), Some(1));
     assert!(stderr(&bad_json).contains("the tool argument object is not valid JSON"));
-    let no_tool = invoices(cache.path(), &[]);
+    let no_tool = invoices(&[]);
     assert_eq!(no_tool.status.code(), Some(1));
-    let bad_setting = invoices(cache.path(), &["--setting", "nokey", "list_invoices"]);
+    let bad_setting = invoices(&["--setting", "nokey", "list_invoices"]);
     assert_eq!(bad_setting.status.code(), Some(1));
-    let undeclared = invoices(cache.path(), &["drop_tables", "{}"]);
+    let undeclared = invoices(&["drop_tables", "{}"]);
     assert_eq!(undeclared.status.code(), Some(2));
     assert!(
         stderr(&undeclared).contains("tool `drop_tables` is not declared"),
         "{}",
         stderr(&undeclared)
     );
-    let missing = call(
-        cache.path(),
-        &[
-            "--component",
-            "/no/such.wasm",
-            "--manifest",
-            "examples/minimal/atrium.app.yaml",
-            "--health",
-        ],
-    );
+    let missing = call(&[
+        "--component",
+        "/no/such.wasm",
+        "--manifest",
+        "examples/minimal/atrium.app.yaml",
+        "--health",
+    ]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("/no/such.wasm"));
-    let bad_manifest = call(
-        cache.path(),
-        &[
-            "--component",
-            atrium_test_artifacts::MINIMAL,
-            "--manifest",
-            "Cargo.toml",
-            "--health",
-        ],
-    );
+    let bad_manifest = call(&[
+        "--component",
+        atrium_test_artifacts::MINIMAL,
+        "--manifest",
+        "Cargo.toml",
+        "--health",
+    ]);
     assert_eq!(bad_manifest.status.code(), Some(1));
 }
