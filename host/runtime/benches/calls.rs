@@ -1,0 +1,226 @@
+//! Runtime benchmarks: compile, cached load, one tool call with a fresh instance, calls per
+//! second on two threads, and memory per concurrent instance.
+//!
+//! `cargo bench -p atrium-runtime --bench calls` runs the criterion groups, then prints the
+//! latency percentiles, the throughput and the memory figures that criterion does not give.
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use atrium_runtime::memory::MemoryPlatform;
+use atrium_runtime::{
+    AgentCallError, App, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Invocation, Platform,
+    RoomPost, RoomPostRequest, Runtime, RuntimeConfig, ToolCallError,
+};
+use criterion::{Criterion, criterion_group};
+use serde_json::Value;
+
+fn manifest(path: &str) -> atrium_manifest::Manifest {
+    atrium_manifest::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn probe(runtime: &Runtime) -> App {
+    runtime.load_file(std::path::Path::new(atrium_test_artifacts::PROBE), manifest(atrium_test_artifacts::PROBE_MANIFEST)).unwrap()
+}
+
+fn bench_compile(c: &mut Criterion) {
+    let bytes = std::fs::read(atrium_test_artifacts::INVOICES).unwrap();
+    let m = manifest(atrium_test_artifacts::INVOICES_MANIFEST);
+    let mut group = c.benchmark_group("load");
+    group.sample_size(10);
+    let uncached = Runtime::new(RuntimeConfig::default()).unwrap();
+    group.bench_function("compile invoice-desk (558 KB component)", |b| {
+        b.iter(|| uncached.load(&bytes, m.clone()).unwrap());
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cached = Runtime::new(RuntimeConfig { cache_dir: Some(dir.path().to_owned()), ..RuntimeConfig::default() }).unwrap();
+    cached.load(&bytes, m.clone()).unwrap();
+    group.bench_function("cached load invoice-desk", |b| {
+        b.iter(|| {
+            let app = cached.load(&bytes, m.clone()).unwrap();
+            assert!(app.loaded_from_cache());
+        });
+    });
+    group.finish();
+}
+
+fn bench_call(c: &mut Criterion) {
+    let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
+    let app = probe(&runtime);
+    let platform = Arc::new(MemoryPlatform::default());
+    let inv = Invocation::new("tenant-bench", platform);
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut group = c.benchmark_group("call");
+    group.bench_function("trivial tool call, fresh instance (probe echo)", |b| {
+        b.to_async(&tokio).iter(|| async { app.call_tool(&inv, "echo", "{}").await.unwrap() });
+    });
+    let minimal = runtime
+        .load_file(std::path::Path::new(atrium_test_artifacts::MINIMAL), manifest(atrium_test_artifacts::MINIMAL_MANIFEST))
+        .unwrap();
+    group.bench_function("health check, fresh instance (hello-minimal)", |b| {
+        b.to_async(&tokio).iter(|| async { minimal.health(&inv).await.unwrap() });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_compile, bench_call);
+
+/// Latency percentiles of the trivial call on one thread.
+fn percentiles(app: &App, inv: &Invocation) {
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut samples: Vec<Duration> = Vec::with_capacity(20_000);
+    tokio.block_on(async {
+        for _ in 0..2_000 {
+            app.call_tool(inv, "echo", "{}").await.unwrap();
+        }
+        for _ in 0..20_000 {
+            let start = Instant::now();
+            app.call_tool(inv, "echo", "{}").await.unwrap();
+            samples.push(start.elapsed());
+        }
+    });
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
+    println!(
+        "trivial tool call, fresh instance: p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({} calls)",
+        at(0.50).as_secs_f64() * 1e6,
+        at(0.90).as_secs_f64() * 1e6,
+        at(0.99).as_secs_f64() * 1e6,
+        at(1.0).as_secs_f64() * 1e6,
+        samples.len()
+    );
+}
+
+/// Calls per second with two worker threads, each running many calls concurrently.
+fn throughput(app: &App, inv: &Invocation) {
+    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let per_task = 5_000;
+    let tasks = 8;
+    let elapsed = tokio.block_on(async {
+        let start = Instant::now();
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| {
+                let (app, inv) = (app.clone(), inv.clone());
+                tokio::spawn(async move {
+                    for _ in 0..per_task {
+                        app.call_tool(&inv, "echo", "{}").await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.await.unwrap();
+        }
+        start.elapsed()
+    });
+    let calls = per_task * tasks;
+    println!(
+        "throughput, 2 worker threads: {calls} calls in {:.2} s = {:.0} calls/s",
+        elapsed.as_secs_f64(),
+        calls as f64 / elapsed.as_secs_f64()
+    );
+}
+
+/// A platform whose secrets never answer until released: holds instances alive mid-call.
+struct Holding {
+    release: tokio::sync::Semaphore,
+}
+
+#[async_trait]
+impl Platform for Holding {
+    fn tool_scopes(&self, _: &str) -> Option<Vec<String>> {
+        None
+    }
+    async fn call_tool(&self, _: &CallInfo, _: &str, _: Value) -> Result<Value, ToolCallError> {
+        Ok(Value::Null)
+    }
+    async fn secret(&self, _: &CallInfo, _: &str) -> Option<String> {
+        let _permit = self.release.acquire().await.ok()?;
+        None
+    }
+    async fn post_to_room(&self, _: &CallInfo, _: RoomPostRequest) -> Result<RoomPost, ToolCallError> {
+        unreachable!()
+    }
+    async fn delegate(&self, _: &CallInfo, _: &ChainContext, _: &str, _: &str, _: &str) -> Result<String, AgentCallError> {
+        unreachable!()
+    }
+    async fn invoke_app(&self, _: &CallInfo, _: &ChainContext, _: &str, _: &str, _: &str) -> Result<String, AgentCallError> {
+        unreachable!()
+    }
+    async fn fetch_app(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Option<Vec<u8>>,
+    ) -> Result<FetchResponse, AgentCallError> {
+        unreachable!()
+    }
+    async fn emit(&self, _: &CallInfo, _: &ChainContext, _: &str, _: Value) -> Result<EmitResult, AgentCallError> {
+        unreachable!()
+    }
+    async fn ask(&self, _: &CallInfo, _: &ChainContext, _: &str, _: &str) -> Result<String, AgentCallError> {
+        unreachable!()
+    }
+    async fn add_commitment(&self, _: &CallInfo, _: Commitment) -> Result<String, ToolCallError> {
+        unreachable!()
+    }
+    fn public_callback_url(&self, _: &CallInfo, _: &str) -> String {
+        String::new()
+    }
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// Resident memory added per instance held open mid-call.
+fn memory_per_instance(runtime: &Runtime) {
+    let app = probe(runtime);
+    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let count = 500;
+    tokio.block_on(async {
+        let holding = Arc::new(Holding { release: tokio::sync::Semaphore::new(0) });
+        let inv = Invocation::new("tenant-bench", holding.clone());
+        // Warm the pool's first slots and the allocator.
+        let warm = Arc::new(Holding { release: tokio::sync::Semaphore::new(1_000_000) });
+        let warm_inv = Invocation::new("tenant-bench", warm);
+        app.call_tool(&warm_inv, "platform", r#"{"op":"secret","key":"K"}"#).await.unwrap();
+        let before = rss_bytes();
+        let handles: Vec<_> = (0..count)
+            .map(|_| {
+                let (app, inv) = (app.clone(), inv.clone());
+                tokio::spawn(async move { app.call_tool(&inv, "platform", r#"{"op":"secret","key":"K"}"#).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let during = rss_bytes();
+        holding.release.add_permits(count);
+        for h in handles {
+            h.await.unwrap().unwrap();
+        }
+        let per = (during.saturating_sub(before)) as f64 / count as f64;
+        println!(
+            "memory: {count} instances held mid-call add {:.1} MiB resident = {:.0} KiB per instance (probe, 64 MiB cap)",
+            (during - before) as f64 / (1 << 20) as f64,
+            per / 1024.0
+        );
+    });
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
+    let app = probe(&runtime);
+    let inv = Invocation::new("tenant-bench", Arc::new(MemoryPlatform::default()));
+    percentiles(&app, &inv);
+    throughput(&app, &inv);
+    memory_per_instance(&runtime);
+}
