@@ -84,7 +84,7 @@ pub struct RouteInfo {
 /// The manifest could not be loaded: it does not parse or breaks the schema (Appendix C).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManifestError {
-    /// One line per problem: `line:column: error[code] path: message`.
+    /// One line per problem: `path: message [code] (line L, column C)`.
     pub problems: Vec<String>,
 }
 
@@ -99,19 +99,7 @@ impl std::error::Error for ManifestError {}
 /// Loads and strictly validates a manifest from text (the spec's `loadManifestFromString`).
 pub fn load_manifest_from_str(text: &str) -> Result<atrium_manifest::Manifest, ManifestError> {
     let validation = atrium_manifest::validate(text);
-    let problems: Vec<String> = validation
-        .errors()
-        .map(|p| {
-            format!(
-                "{}:{}: error[{}] {}: {}",
-                p.line.unwrap_or(1),
-                p.column.unwrap_or(1),
-                p.code.as_str(),
-                p.path,
-                p.message
-            )
-        })
-        .collect();
+    let problems: Vec<String> = validation.errors().map(ToString::to_string).collect();
     match validation.manifest {
         Some(manifest) if problems.is_empty() => Ok(manifest),
         _ => Err(ManifestError { problems }),

@@ -438,48 +438,21 @@ impl TestClient {
         self
     }
 
-    /// Loads mocks from the developer tool's mock file: an object mapping tool names to
-    /// `{"ok": true, "result": ...}` or `{"ok": false, "error": {"decision", "message", "neededScopes"}}`.
+    /// Loads mocks from the developer tool's mock file (see `atrium_manifest::devmock`): tool
+    /// names mapped to `{"ok": true, "result": ...}` or `{"ok": false, "error": {"decision",
+    /// "message", "neededScopes"}}`, with an optional `scopes` list.
     pub fn mock_file(self, text: &str) -> Result<Self, String> {
-        let Value::Object(entries) =
-            serde_json::from_str(text).map_err(|e| format!("the mock file is not JSON: {e}"))?
-        else {
-            return Err("the mock file must be a JSON object mapping tool names to answers".into());
-        };
-        for (name, entry) in entries {
-            let answer = match entry.get("ok").and_then(Value::as_bool) {
-                Some(true) => Ok(entry.get("result").cloned().unwrap_or(Value::Null)),
-                Some(false) => {
-                    let error = entry.get("error").cloned().unwrap_or_else(|| json!({}));
-                    let text = |k: &str| {
-                        error
-                            .get(k)
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned()
-                    };
-                    Err(ToolCallError {
-                        tool_name: name.clone(),
-                        decision: text("decision"),
-                        message: text("message"),
-                        needed_scopes: error
-                            .get("neededScopes")
-                            .and_then(Value::as_array)
-                            .map(|a| {
-                                a.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(str::to_owned)
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                    })
-                }
-                None => return Err(format!("mock `{name}` needs `ok`: true or false")),
-            };
+        for tool in atrium_manifest::devmock::parse_mock_file(text)? {
+            let answer = tool.answer.map_err(|f| ToolCallError {
+                tool_name: tool.name.clone(),
+                decision: f.decision,
+                message: f.message,
+                needed_scopes: f.needed_scopes,
+            });
             self.backend.state.borrow_mut().tools.insert(
-                name,
+                tool.name,
                 MockTool {
-                    scopes: Vec::new(),
+                    scopes: tool.scopes,
                     answer,
                 },
             );

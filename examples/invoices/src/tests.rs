@@ -275,3 +275,27 @@ fn every_declared_handler_is_registered() {
     assert_eq!(registration.events, vec!["entry_booked"]);
     assert_eq!(registration.routes.len(), 3);
 }
+
+#[test]
+fn the_dev_mock_file_drives_a_local_run() {
+    let client = TestClient::new(app())
+        .unwrap()
+        .grant(ALL_SCOPES)
+        .mock_file(include_str!("../atrium.dev.json"))
+        .unwrap();
+    let listed = client.call_tool("list_invoices", json!({})).unwrap();
+    assert_eq!(listed["invoices"][0]["payer"], "Gamma SA");
+    let err = client
+        .call_tool(
+            "send_reminder",
+            json!({"id": "inv-2", "to": "ap@gamma.example"}),
+        )
+        .unwrap_err();
+    let HandlerError::Tool(e) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        (e.decision.as_str(), e.needed_scopes),
+        ("scope_denied", vec!["mail.send".to_owned()])
+    );
+}

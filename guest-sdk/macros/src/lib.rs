@@ -37,17 +37,7 @@ fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, String> {
     let validation = atrium_manifest::validate(&text);
     let errors: Vec<String> = validation
         .errors()
-        .map(|p| {
-            format!(
-                "  {}:{}:{}: error[{}] {}: {}",
-                path.display(),
-                p.line.unwrap_or(1),
-                p.column.unwrap_or(1),
-                p.code.as_str(),
-                p.path,
-                p.message
-            )
-        })
+        .map(|p| format!("  {}: {p}", path.display()))
         .collect();
     let manifest = match validation.manifest {
         Some(m) if errors.is_empty() => m,

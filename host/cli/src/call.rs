@@ -439,59 +439,20 @@ fn build_platform(args: &Args) -> Result<MemoryPlatform, String> {
     if let Some(path) = &args.mocks {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the mock file {}: {e}", path.display()))?;
-        let Value::Object(entries) = parse_json("the mock file", &text)? else {
-            return Err("the mock file must be a JSON object mapping tool names to answers".into());
-        };
-        for (name, entry) in entries {
-            let scopes: Vec<String> = entry
-                .get("scopes")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
-            platform = match entry.get("ok").and_then(Value::as_bool) {
-                Some(true) => platform.with_tool(
-                    &name,
-                    &scopes,
-                    entry.get("result").cloned().unwrap_or(Value::Null),
-                ),
-                Some(false) => {
-                    let error = entry.get("error").cloned().unwrap_or_default();
-                    let text = |k: &str| {
-                        error
-                            .get(k)
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned()
-                    };
-                    let needed = error
-                        .get("neededScopes")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default();
+        let tools = atrium_manifest::devmock::parse_mock_file(&text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        for tool in tools {
+            let scopes: Vec<&str> = tool.scopes.iter().map(String::as_str).collect();
+            platform = match tool.answer {
+                Ok(result) => platform.with_tool(&tool.name, &scopes, result),
+                Err(f) => {
                     let failure = ToolCallError {
-                        tool_name: name.clone(),
-                        decision: text("decision"),
-                        message: text("message"),
-                        needed_scopes: needed,
+                        tool_name: tool.name.clone(),
+                        decision: f.decision,
+                        message: f.message,
+                        needed_scopes: f.needed_scopes,
                     };
-                    platform.with_failing_tool(&name, &scopes, failure)
-                }
-                None => {
-                    return Err(format!(
-                        "mock `{name}` in {} needs `ok`: true or false",
-                        path.display()
-                    ));
+                    platform.with_failing_tool(&tool.name, &scopes, failure)
                 }
             };
         }

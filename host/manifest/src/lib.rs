@@ -30,6 +30,7 @@
 
 pub mod bundle;
 pub mod cron;
+pub mod devmock;
 mod model;
 mod problem;
 mod read;

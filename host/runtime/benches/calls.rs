@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use atrium_runtime::memory::MemoryPlatform;
 use atrium_runtime::{
-    AgentCallError, App, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Invocation, Platform,
-    RoomPost, RoomPostRequest, Runtime, RuntimeConfig, ToolCallError,
+    AgentCallError, App, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Invocation,
+    Platform, RoomPost, RoomPostRequest, Runtime, RuntimeConfig, ToolCallError,
 };
 use criterion::{Criterion, criterion_group};
 use serde_json::Value;
@@ -22,7 +22,12 @@ fn manifest(path: &str) -> atrium_manifest::Manifest {
 }
 
 fn probe(runtime: &Runtime) -> App {
-    runtime.load_file(std::path::Path::new(atrium_test_artifacts::PROBE), manifest(atrium_test_artifacts::PROBE_MANIFEST)).unwrap()
+    runtime
+        .load_file(
+            std::path::Path::new(atrium_test_artifacts::PROBE),
+            manifest(atrium_test_artifacts::PROBE_MANIFEST),
+        )
+        .unwrap()
 }
 
 fn bench_compile(c: &mut Criterion) {
@@ -35,7 +40,11 @@ fn bench_compile(c: &mut Criterion) {
         b.iter(|| uncached.load(&bytes, m.clone()).unwrap());
     });
     let dir = tempfile::tempdir().unwrap();
-    let cached = Runtime::new(RuntimeConfig { cache_dir: Some(dir.path().to_owned()), ..RuntimeConfig::default() }).unwrap();
+    let cached = Runtime::new(RuntimeConfig {
+        cache_dir: Some(dir.path().to_owned()),
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
     cached.load(&bytes, m.clone()).unwrap();
     group.bench_function("cached load invoice-desk", |b| {
         b.iter(|| {
@@ -51,16 +60,24 @@ fn bench_call(c: &mut Criterion) {
     let app = probe(&runtime);
     let platform = Arc::new(MemoryPlatform::default());
     let inv = Invocation::new("tenant-bench", platform);
-    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let mut group = c.benchmark_group("call");
     group.bench_function("trivial tool call, fresh instance (probe echo)", |b| {
-        b.to_async(&tokio).iter(|| async { app.call_tool(&inv, "echo", "{}").await.unwrap() });
+        b.to_async(&tokio)
+            .iter(|| async { app.call_tool(&inv, "echo", "{}").await.unwrap() });
     });
     let minimal = runtime
-        .load_file(std::path::Path::new(atrium_test_artifacts::MINIMAL), manifest(atrium_test_artifacts::MINIMAL_MANIFEST))
+        .load_file(
+            std::path::Path::new(atrium_test_artifacts::MINIMAL),
+            manifest(atrium_test_artifacts::MINIMAL_MANIFEST),
+        )
         .unwrap();
     group.bench_function("health check, fresh instance (hello-minimal)", |b| {
-        b.to_async(&tokio).iter(|| async { minimal.health(&inv).await.unwrap() });
+        b.to_async(&tokio)
+            .iter(|| async { minimal.health(&inv).await.unwrap() });
     });
     group.finish();
 }
@@ -69,7 +86,10 @@ criterion_group!(benches, bench_compile, bench_call);
 
 /// Latency percentiles of the trivial call on one thread.
 fn percentiles(app: &App, inv: &Invocation) {
-    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let mut samples: Vec<Duration> = Vec::with_capacity(20_000);
     tokio.block_on(async {
         for _ in 0..2_000 {
@@ -95,7 +115,11 @@ fn percentiles(app: &App, inv: &Invocation) {
 
 /// Calls per second with two worker threads, each running many calls concurrently.
 fn throughput(app: &App, inv: &Invocation) {
-    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let per_task = 5_000;
     let tasks = 8;
     let elapsed = tokio.block_on(async {
@@ -140,13 +164,31 @@ impl Platform for Holding {
         let _permit = self.release.acquire().await.ok()?;
         None
     }
-    async fn post_to_room(&self, _: &CallInfo, _: RoomPostRequest) -> Result<RoomPost, ToolCallError> {
+    async fn post_to_room(
+        &self,
+        _: &CallInfo,
+        _: RoomPostRequest,
+    ) -> Result<RoomPost, ToolCallError> {
         unreachable!()
     }
-    async fn delegate(&self, _: &CallInfo, _: &ChainContext, _: &str, _: &str, _: &str) -> Result<String, AgentCallError> {
+    async fn delegate(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<String, AgentCallError> {
         unreachable!()
     }
-    async fn invoke_app(&self, _: &CallInfo, _: &ChainContext, _: &str, _: &str, _: &str) -> Result<String, AgentCallError> {
+    async fn invoke_app(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<String, AgentCallError> {
         unreachable!()
     }
     async fn fetch_app(
@@ -160,10 +202,22 @@ impl Platform for Holding {
     ) -> Result<FetchResponse, AgentCallError> {
         unreachable!()
     }
-    async fn emit(&self, _: &CallInfo, _: &ChainContext, _: &str, _: Value) -> Result<EmitResult, AgentCallError> {
+    async fn emit(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: Value,
+    ) -> Result<EmitResult, AgentCallError> {
         unreachable!()
     }
-    async fn ask(&self, _: &CallInfo, _: &ChainContext, _: &str, _: &str) -> Result<String, AgentCallError> {
+    async fn ask(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: &str,
+    ) -> Result<String, AgentCallError> {
         unreachable!()
     }
     async fn add_commitment(&self, _: &CallInfo, _: Commitment) -> Result<String, ToolCallError> {
@@ -176,14 +230,22 @@ impl Platform for Holding {
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
 /// Resident memory added per instance held open mid-call.
 fn memory_per_instance(runtime: &Runtime) {
     let app = probe(runtime);
-    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let count = 500;
     tokio.block_on(async {
         let holding = Arc::new(Holding { release: tokio::sync::Semaphore::new(0) });
