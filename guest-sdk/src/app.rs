@@ -13,7 +13,9 @@ use crate::{
 };
 
 type Handler<A, R> = Box<dyn Fn(&Ctx<'_>, A) -> Result<R, Error>>;
-type JsonHandler = Handler<serde_json::Value, serde_json::Value>;
+/// A tool: JSON arguments in, JSON text out. Arguments are deserialized straight from the
+/// call's text, without an intermediate `Value`.
+type ToolHandler = Box<dyn Fn(&Ctx<'_>, &str) -> Result<String, Error>>;
 type RoomHandler = Box<dyn Fn(&Ctx<'_>, &str, RoomMessage) -> Result<(), Error>>;
 
 /// Options of [`App::tool_with`].
@@ -31,7 +33,10 @@ const HOOKS: [&str; 4] = ["on_install", "on_uninstall", "on_inbound", "on_user_a
 /// [`RegistrationError`] that names the rule.
 pub struct App {
     manifest: &'static ManifestInfo,
-    tools: BTreeMap<String, JsonHandler>,
+    /// Registration happens at the start of every call (each call is a fresh instance), so
+    /// tools live in a small vector keyed by the manifest's own `&'static str` names: no
+    /// allocation per name, and a linear scan over a handful of entries.
+    tools: Vec<(&'static str, ToolHandler)>,
     install: Option<Handler<(), ()>>,
     uninstall: Option<Handler<(), ()>>,
     inbound: Option<Handler<InboundEnvelope, ()>>,
@@ -60,7 +65,7 @@ impl App {
     pub fn new(manifest: &'static ManifestInfo) -> Self {
         App {
             manifest,
-            tools: BTreeMap::new(),
+            tools: Vec::new(),
             install: None,
             uninstall: None,
             inbound: None,
@@ -101,7 +106,7 @@ impl App {
         F: Fn(&Ctx<'_>, A) -> Result<R, Error> + 'static,
     {
         let m = self.manifest;
-        if !m.tools.iter().any(|t| t.name == name) {
+        let Some(declared) = m.tools.iter().find(|t| t.name == name) else {
             return Err(fail(
                 Kind::UnknownTool,
                 format!(
@@ -109,7 +114,8 @@ impl App {
                     listing(m.tools.iter().map(|t| t.name))
                 ),
             ));
-        }
+        };
+        // Collecting nothing allocates nothing: the common case costs no allocation.
         let outside: Vec<&str> = options
             .scopes_required
             .iter()
@@ -126,17 +132,17 @@ impl App {
                 ),
             ));
         }
-        if self.tools.contains_key(name) {
+        if self.tools.iter().any(|(n, _)| *n == name) {
             return Err(double("tool", name));
         }
-        let wrapped: JsonHandler = Box::new(move |ctx, args| {
-            let args: A = serde_json::from_value(args)
+        let wrapped: ToolHandler = Box::new(move |ctx, args| {
+            let args: A = serde_json::from_str(args)
                 .map_err(|e| Error::InvalidInput(format!("the arguments do not match: {e}")))?;
             let result = handler(ctx, args)?;
-            serde_json::to_value(result)
+            serde_json::to_string(&result)
                 .map_err(|e| Error::Failed(format!("the result does not serialize: {e}")))
         });
-        self.tools.insert(name.to_owned(), wrapped);
+        self.tools.push((declared.name, wrapped));
         Ok(self)
     }
 
@@ -337,7 +343,12 @@ impl App {
         ];
         Registration {
             manifest: self.manifest.source.to_owned(),
-            tools: self.tools.keys().cloned().collect(),
+            tools: {
+                let mut names: Vec<String> =
+                    self.tools.iter().map(|(n, _)| (*n).to_owned()).collect();
+                names.sort();
+                names
+            },
             lifecycle: HOOKS
                 .iter()
                 .zip(hooks)
@@ -357,14 +368,12 @@ impl App {
 
     /// Runs tool `name` with JSON arguments.
     pub fn call_tool(&self, ctx: &Ctx<'_>, name: &str, args: &str) -> Result<String, HandlerError> {
-        let handler = self
+        let (_, handler) = self
             .tools
-            .get(name)
+            .iter()
+            .find(|(n, _)| *n == name)
             .ok_or_else(|| HandlerError::NoHandler(format!("tool `{name}`")))?;
-        let args = serde_json::from_str(args)
-            .map_err(|e| HandlerError::InvalidInput(format!("the arguments are not JSON: {e}")))?;
-        let result = handler(ctx, args)?;
-        Ok(result.to_string())
+        Ok(handler(ctx, args)?)
     }
 
     /// Runs a lifecycle hook by its manifest name.

@@ -113,6 +113,51 @@ fn percentiles(app: &App, inv: &Invocation) {
     );
 }
 
+/// Where the time of a call goes: instantiation alone (an HTTP-only component's health check),
+/// a call into a component written with wit-bindgen alone, and the same through the SDK.
+fn breakdown(runtime: &Runtime, inv: &Invocation) {
+    let load = |component: &str, manifest_path: &str| {
+        runtime
+            .load_file(std::path::Path::new(component), manifest(manifest_path))
+            .unwrap()
+    };
+    let plain = load(
+        atrium_test_artifacts::PLAIN_HTTP,
+        atrium_test_artifacts::PLAIN_HTTP_MANIFEST,
+    );
+    let only = load(
+        atrium_test_artifacts::HANDLERS_ONLY,
+        atrium_test_artifacts::HANDLERS_ONLY_MANIFEST,
+    );
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let p50 = |samples: &mut Vec<Duration>| {
+        samples.sort();
+        samples[samples.len() / 2].as_secs_f64() * 1e6
+    };
+    tokio.block_on(async {
+        let mut instantiate = Vec::new();
+        let mut bare = Vec::new();
+        for i in 0..22_000 {
+            let start = Instant::now();
+            plain.health(inv).await.unwrap();
+            let mid = Instant::now();
+            only.call_tool(inv, "hello", "{}").await.unwrap();
+            if i >= 2_000 {
+                instantiate.push(mid - start);
+                bare.push(mid.elapsed());
+            }
+        }
+        println!(
+            "breakdown: instantiate only p50 {:.1} µs; tool call without the SDK p50 {:.1} µs",
+            p50(&mut instantiate),
+            p50(&mut bare)
+        );
+    });
+}
+
 /// Calls per second with two worker threads, each running many calls concurrently.
 fn throughput(app: &App, inv: &Invocation) {
     let tokio = tokio::runtime::Builder::new_multi_thread()
@@ -283,6 +328,7 @@ fn main() {
     let app = probe(&runtime);
     let inv = Invocation::new("tenant-bench", Arc::new(MemoryPlatform::default()));
     percentiles(&app, &inv);
+    breakdown(&runtime, &inv);
     throughput(&app, &inv);
     memory_per_instance(&runtime);
 }

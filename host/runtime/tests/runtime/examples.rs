@@ -114,4 +114,42 @@ async fn the_room_bot_answers_a_mention_in_the_room() {
         "@user:u-1 here is the summary: [room-bot:scribe] Summarize: the launch"
     );
     assert_eq!(posts[0].routed_targets, vec!["user:u-1".to_owned()]);
+
+    // A failed agent call inside the handler reaches the caller as the agent error.
+    let deep = inv(&p).with_chain(atrium_runtime::ChainContext {
+        depth: 8,
+        visited: vec![],
+    });
+    let mut again = posts[0].message.clone();
+    again.sender_type = SenderType::User;
+    again.sender_ref = "user:u-1".into();
+    again.content = "@room-bot:concierge summarize it".into();
+    let err = app.on_message(&deep, "concierge", again).await.unwrap_err();
+    assert!(
+        matches!(&err, CallError::Agent(e) if e.reason.starts_with("chain depth exceeded")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_platform_tool_inside_a_handler_reaches_the_caller() {
+    let app = load_on(
+        runtime(),
+        atrium_test_artifacts::INVOICES,
+        atrium_test_artifacts::INVOICES_MANIFEST,
+        |_| {},
+    );
+    let p = platform();
+    let err = app
+        .call_tool(
+            &inv(&p).with_scopes(["invoices.read"]),
+            "list_invoices",
+            "{}",
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Tool(e) if e.decision == "unknown_tool" && e.tool_name == "records.query"),
+        "{err:?}"
+    );
 }

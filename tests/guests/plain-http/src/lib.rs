@@ -14,6 +14,10 @@ mod component {
     impl wasip2::exports::http::incoming_handler::Guest for Plain {
         fn handle(request: IncomingRequest, out: ResponseOutparam) {
             let path = request.path_with_query().unwrap_or_default();
+            if path == "/silent" {
+                // Breaks the contract: returns without a response.
+                return;
+            }
             let headers = Fields::from_list(&[("content-type".to_owned(), b"text/plain".to_vec())])
                 .unwrap_or_else(|_| Fields::new());
             let response = OutgoingResponse::new(headers);
