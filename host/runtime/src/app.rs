@@ -70,7 +70,7 @@ impl Runtime {
     /// instantiation.
     pub fn load(&self, bytes: &[u8], manifest: Manifest) -> Result<App, LoadError> {
         let inner = &self.inner;
-        if wasmparser_is_core_module(bytes) {
+        if is_core_module(bytes) {
             return Err(LoadError::NotAComponent(
                 "this is a core WebAssembly module; build the app as a component (target wasm32-wasip2)".into(),
             ));
@@ -138,7 +138,7 @@ impl Runtime {
 }
 
 /// A core module's header: magic then version 1; a component's layer field is 1.
-fn wasmparser_is_core_module(bytes: &[u8]) -> bool {
+fn is_core_module(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && bytes.starts_with(b"\0asm") && bytes[4..8] == [1, 0, 0, 0]
 }
 
