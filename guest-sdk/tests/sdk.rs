@@ -26,7 +26,7 @@ fn the_manifest_is_embedded_with_its_names() {
     assert_eq!(MANIFEST.required_scopes, ["notes.read"]);
     assert_eq!(MANIFEST.tools[0].scopes_required, ["notes.read"]);
     assert_eq!(MANIFEST.lifecycle.schedules, ["hourly"]);
-    assert_eq!(MANIFEST.routes[1].public, true);
+    assert!(MANIFEST.routes[1].public);
     assert_eq!(MANIFEST.subscriptions[0].target_agent, Some("writer"));
     assert!(MANIFEST.source.starts_with("apiVersion: platform/v2"));
 }

@@ -57,62 +57,6 @@ fn expand_file(path: &std::path::Path) -> Result<proc_macro2::TokenStream, Strin
     Ok(info_tokens(&manifest, &path_str))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::expand_file;
-
-    fn write(name: &str, text: &str) -> std::path::PathBuf {
-        let path =
-            std::env::temp_dir().join(format!("atrium-sdk-macros-{}-{name}", std::process::id()));
-        std::fs::write(&path, text)
-            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
-        path
-    }
-
-    #[test]
-    fn an_invalid_manifest_is_a_compile_error_listing_every_problem() {
-        let path = write(
-            "bad.yaml",
-            "apiVersion: platform/v1\napp_id: X\nversion: 1\nname: n\nruntime:\n  image: a/b:1\n",
-        );
-        let Err(message) = expand_file(&path) else {
-            panic!("an invalid manifest expanded")
-        };
-        assert!(message.contains("is not a valid manifest:"), "{message}");
-        for field in ["apiVersion", "app_id", "version"] {
-            assert!(
-                message.lines().any(|l| l.contains(&format!(": {field}: "))),
-                "{field} missing in {message}"
-            );
-        }
-        let _ = std::fs::remove_file(path);
-    }
-
-    #[test]
-    fn a_missing_manifest_names_the_file() {
-        let Err(message) = expand_file(std::path::Path::new("/no/such/atrium.app.yaml")) else {
-            panic!("expanded")
-        };
-        assert!(
-            message.starts_with("cannot read the manifest /no/such/atrium.app.yaml"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn a_valid_manifest_expands_to_its_names() {
-        let path = write(
-            "ok.yaml",
-            "apiVersion: platform/v2\napp_id: good-app\nversion: 1.0.0\nname: n\nruntime:\n  image: a/b:1\nemits: [saved]\n",
-        );
-        let tokens = expand_file(&path).map_err(|e| e.to_string());
-        let text = tokens.as_ref().map(ToString::to_string).unwrap_or_default();
-        assert!(text.contains("app_id : \"good-app\""), "{text}");
-        assert!(text.contains("emits : & [\"saved\"]"), "{text}");
-        let _ = std::fs::remove_file(path);
-    }
-}
-
 fn strs<'a>(items: impl IntoIterator<Item = &'a String>) -> proc_macro2::TokenStream {
     let items: Vec<&String> = items.into_iter().collect();
     quote! { &[#(#items),*] }
@@ -169,5 +113,61 @@ fn info_tokens(m: &Manifest, path: &str) -> proc_macro2::TokenStream {
             settings: #settings,
             egress_hosts: #egress_hosts,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_file;
+
+    fn write(name: &str, text: &str) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("atrium-sdk-macros-{}-{name}", std::process::id()));
+        std::fs::write(&path, text)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        path
+    }
+
+    #[test]
+    fn an_invalid_manifest_is_a_compile_error_listing_every_problem() {
+        let path = write(
+            "bad.yaml",
+            "apiVersion: platform/v1\napp_id: X\nversion: 1\nname: n\nruntime:\n  image: a/b:1\n",
+        );
+        let Err(message) = expand_file(&path) else {
+            panic!("an invalid manifest expanded")
+        };
+        assert!(message.contains("is not a valid manifest:"), "{message}");
+        for field in ["apiVersion", "app_id", "version"] {
+            assert!(
+                message.lines().any(|l| l.contains(&format!(": {field}: "))),
+                "{field} missing in {message}"
+            );
+        }
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn a_missing_manifest_names_the_file() {
+        let Err(message) = expand_file(std::path::Path::new("/no/such/atrium.app.yaml")) else {
+            panic!("expanded")
+        };
+        assert!(
+            message.starts_with("cannot read the manifest /no/such/atrium.app.yaml"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_valid_manifest_expands_to_its_names() {
+        let path = write(
+            "ok.yaml",
+            "apiVersion: platform/v2\napp_id: good-app\nversion: 1.0.0\nname: n\nruntime:\n  image: a/b:1\nemits: [saved]\n",
+        );
+        let tokens = expand_file(&path).map_err(|e| e.to_string());
+        let text = tokens.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(text.contains("app_id : \"good-app\""), "{text}");
+        assert!(text.contains("emits : & [\"saved\"]"), "{text}");
+        let _ = std::fs::remove_file(path);
     }
 }
