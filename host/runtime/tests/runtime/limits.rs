@@ -81,6 +81,29 @@ async fn an_endless_loop_ends_at_the_deadline_and_never_stalls_other_calls() {
 }
 
 #[tokio::test]
+async fn a_guest_waiting_on_the_host_is_stopped_at_the_deadline_too() {
+    let rt = runtime_with(Duration::from_millis(400), |_| {});
+    let app = load_on(
+        &rt,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |_| {},
+    );
+    let p = platform();
+    assert_eq!(
+        app.call_tool(&inv(&p), "sleep", r#"{"millis": 10}"#)
+            .await
+            .unwrap(),
+        "10"
+    );
+    let err = app
+        .call_tool(&inv(&p), "sleep", r#"{"millis": 60000}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err, CallError::Deadline(Duration::from_millis(400)));
+}
+
+#[tokio::test]
 async fn deep_recursion_is_a_stack_overflow() {
     let err = probe()
         .call_tool(&inv(&platform()), "recurse", "{}")

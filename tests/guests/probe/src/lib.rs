@@ -123,6 +123,12 @@ fn spin(_: &Ctx<'_>, _: Value) -> Result<Value, Error> {
     }
 }
 
+fn sleep(_: &Ctx<'_>, a: Value) -> Result<Value, Error> {
+    let millis = a.get("millis").and_then(Value::as_u64).unwrap_or(0);
+    std::thread::sleep(std::time::Duration::from_millis(millis));
+    Ok(json!(millis))
+}
+
 fn burn(_: &Ctx<'_>, a: Value) -> Result<Value, Error> {
     let iterations = a.get("iterations").and_then(Value::as_u64).unwrap_or(1);
     let mut x = 0x2545_f491_4f6c_dd1d_u64;
@@ -249,6 +255,7 @@ pub fn app() -> Result<App, RegistrationError> {
         .tool("platform", platform)?
         .tool("memory_bomb", memory_bomb)?
         .tool("spin", spin)?
+        .tool("sleep", sleep)?
         .tool("burn", burn)?
         .tool("recurse", recurse)?
         .tool("huge_output", huge_output)?
