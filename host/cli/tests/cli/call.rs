@@ -86,6 +86,18 @@ fn scopes_settings_and_events() {
         stderr(&ok)
     );
 
+    let hidden = invoices(&[
+        "--as-agent",
+        "send_reminder",
+        r#"{"id":"inv-1","to":"a@b.example"}"#,
+    ]);
+    assert_eq!(hidden.status.code(), Some(2));
+    assert!(
+        stderr(&hidden).contains("is not agent-visible"),
+        "{}",
+        stderr(&hidden)
+    );
+
     let event = invoices(&[
         "--event",
         "entry_booked",
