@@ -125,3 +125,22 @@ async fn optional_exports_are_detected() {
         vec!["hello".to_owned()]
     );
 }
+
+#[test]
+fn a_component_that_does_not_validate_is_a_compile_error() {
+    let m = manifest(atrium_test_artifacts::MINIMAL_MANIFEST);
+    // A core function that promises an i32 and returns nothing.
+    let broken = wat::parse_str("(component (core module (func (result i32))))").unwrap();
+    let err = runtime().load(&broken, m).err().unwrap();
+    assert!(matches!(err, LoadError::Compile(_)), "{err}");
+    assert!(err.to_string().starts_with("the component does not compile"), "{err}");
+}
+
+#[test]
+fn an_unusable_cache_directory_stops_the_runtime_with_the_path() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let config = atrium_runtime::RuntimeConfig { cache_dir: Some(file.path().join("cache")), ..config() };
+    let err = Runtime::new(config).err().unwrap();
+    assert!(matches!(err, LoadError::Engine(_)), "{err}");
+    assert!(err.to_string().contains(&file.path().display().to_string()), "{err}");
+}
