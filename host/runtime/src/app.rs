@@ -226,18 +226,16 @@ impl App {
                 needed,
             });
         }
-        match serde_json::from_str::<serde_json::Value>(args) {
-            Ok(v) if v.is_object() => {}
-            Ok(_) => {
-                return Err(CallError::InvalidInput(
-                    "tool arguments must be a JSON object".into(),
-                ));
-            }
-            Err(e) => {
-                return Err(CallError::InvalidInput(format!(
-                    "tool arguments are not valid JSON: {e}"
-                )));
-            }
+        // Validated without building a value: the guest parses the arguments itself.
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(args) {
+            return Err(CallError::InvalidInput(format!(
+                "tool arguments are not valid JSON: {e}"
+            )));
+        }
+        if !args.trim_start().starts_with('{') {
+            return Err(CallError::InvalidInput(
+                "tool arguments must be a JSON object".into(),
+            ));
         }
         let call = HandlerCall::Tool {
             name: name.to_owned(),
@@ -326,7 +324,7 @@ impl App {
                 event.event_name, event.emitter_app_id
             )));
         }
-        if let Err(e) = serde_json::from_str::<serde_json::Value>(&event.payload) {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&event.payload) {
             return Err(CallError::InvalidInput(format!(
                 "the event payload is not valid JSON: {e}"
             )));
@@ -378,7 +376,7 @@ impl App {
                 "handler answered the wrong shape".into(),
             ));
         };
-        if let Err(e) = serde_json::from_str::<serde_json::Value>(&json) {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&json) {
             return Err(CallError::Contract(format!(
                 "the result is not valid JSON: {e}"
             )));

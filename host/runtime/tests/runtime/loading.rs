@@ -133,14 +133,24 @@ fn a_component_that_does_not_validate_is_a_compile_error() {
     let broken = wat::parse_str("(component (core module (func (result i32))))").unwrap();
     let err = runtime().load(&broken, m).err().unwrap();
     assert!(matches!(err, LoadError::Compile(_)), "{err}");
-    assert!(err.to_string().starts_with("the component does not compile"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("the component does not compile"),
+        "{err}"
+    );
 }
 
 #[test]
 fn an_unusable_cache_directory_stops_the_runtime_with_the_path() {
     let file = tempfile::NamedTempFile::new().unwrap();
-    let config = atrium_runtime::RuntimeConfig { cache_dir: Some(file.path().join("cache")), ..config() };
+    let config = atrium_runtime::RuntimeConfig {
+        cache_dir: Some(file.path().join("cache")),
+        ..config()
+    };
     let err = Runtime::new(config).err().unwrap();
     assert!(matches!(err, LoadError::Engine(_)), "{err}");
-    assert!(err.to_string().contains(&file.path().display().to_string()), "{err}");
+    assert!(
+        err.to_string().contains(&file.path().display().to_string()),
+        "{err}"
+    );
 }
