@@ -1,0 +1,206 @@
+//! Atrium's database: organizations, API keys, tenants and usage records.
+//!
+//! One [`Store`] over SQLite (the embedded default, a file in the data directory, WAL mode) or
+//! PostgreSQL (for several hosts sharing one deployment), with the same schema and the same
+//! behaviour on both. Migrations (in `migrations/`) are applied when the store opens. Queries
+//! are written once in the SQL both accept and run on whichever pool is open.
+//!
+//! Keys are stored as SHA-256 digests of the secret, never in clear: a key is 32 random bytes,
+//! so a fast hash cannot be searched backwards, and lookups stay one indexed read.
+
+mod keys;
+mod tenants;
+mod usage;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+pub use keys::KEY_PREFIX;
+pub use keys::{ApiKey, CreatedKey, KeyOwner};
+pub use tenants::{Tenant, check_tenant_id};
+pub use usage::{TenantUsage, Usage, UsageRecord, UsageTotals};
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or migrated.
+    #[error("cannot open the database {target}: {source}")]
+    Open {
+        /// The file or URL (without password).
+        target: String,
+        /// The cause.
+        source: sqlx::Error,
+    },
+    /// Applying the migrations failed.
+    #[error("cannot migrate the database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A query failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The input breaks a rule.
+    #[error("{0}")]
+    Invalid(String),
+    /// The thing asked for does not exist.
+    #[error("{0}")]
+    NotFound(String),
+}
+
+/// The result of store operations.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+#[derive(Debug, Clone)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs the same query code on whichever pool is open: `$pool` is bound to the concrete pool
+/// in each arm, so the code is type-checked against both drivers.
+macro_rules! on_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match &$store.pool {
+            $crate::Pool::Sqlite($pool) => $body,
+            $crate::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use on_pool;
+
+/// The database.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) pool: Pool,
+}
+
+impl Store {
+    /// Opens (creating if needed) the SQLite database `atrium.db` in `data_dir`.
+    pub async fn open_sqlite(data_dir: &Path) -> Result<Store> {
+        let target = data_dir.join("atrium.db");
+        let open_error = |source| StoreError::Open {
+            target: target.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(data_dir).map_err(|e| open_error(sqlx::Error::Io(e)))?;
+        let options = SqliteConnectOptions::new()
+            .filename(&target)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(std::time::Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(open_error)?;
+        Self::migrated(Pool::Sqlite(pool)).await
+    }
+
+    /// Opens a database by URL: `postgres://...` or `sqlite://path`.
+    pub async fn open_url(url: &str) -> Result<Store> {
+        let shown = redact(url);
+        let open_error = |source| StoreError::Open {
+            target: shown.clone(),
+            source,
+        };
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .acquire_timeout(std::time::Duration::from_secs(10))
+                .connect(url)
+                .await
+                .map_err(open_error)?;
+            return Self::migrated(Pool::Postgres(pool)).await;
+        }
+        if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(open_error)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .foreign_keys(true)
+                .busy_timeout(std::time::Duration::from_secs(10));
+            let pool = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(options)
+                .await
+                .map_err(open_error)?;
+            return Self::migrated(Pool::Sqlite(pool)).await;
+        }
+        Err(StoreError::Invalid(format!(
+            "unsupported database URL `{shown}`: use postgres://... or sqlite://..."
+        )))
+    }
+
+    async fn migrated(pool: Pool) -> Result<Store> {
+        match &pool {
+            Pool::Sqlite(p) => MIGRATOR.run(p).await?,
+            Pool::Postgres(p) => MIGRATOR.run(p).await?,
+        }
+        Ok(Store { pool })
+    }
+
+    /// Which database this is: `sqlite` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        match self.pool {
+            Pool::Sqlite(_) => "sqlite",
+            Pool::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Closes the pool, waiting for connections to be returned.
+    pub async fn close(&self) {
+        on_pool!(self, pool => pool.close().await);
+    }
+}
+
+/// The URL with any password replaced, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// `bytes` random bytes from the operating system, as lower-case hex.
+pub(crate) fn random_hex(bytes: usize) -> Result<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| {
+        StoreError::Invalid(format!("the operating system's random source failed: {e}"))
+    })?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            super::redact("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(super::redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(super::redact("sqlite://x.db"), "sqlite://x.db");
+    }
+}

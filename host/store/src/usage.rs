@@ -1,0 +1,169 @@
+//! Metering: one record per call, rolled up per tenant and per organization. Costs are integer
+//! micro-dollars, so totals are exact whatever the number of concurrent writers.
+
+use sqlx::Row;
+
+use crate::{Result, Store, now_millis, on_pool, random_hex};
+
+/// One metered call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageRecord {
+    /// The organization.
+    pub org_id: String,
+    /// The tenant (created when new).
+    pub tenant_id: String,
+    /// `chat`, `embedding`, `retrieval`.
+    pub kind: String,
+    /// The provider that answered.
+    pub provider: String,
+    /// The model that answered.
+    pub model: String,
+    /// Input tokens.
+    pub prompt_tokens: i64,
+    /// Output tokens.
+    pub completion_tokens: i64,
+    /// Cost in micro-dollars.
+    pub cost_micros: i64,
+    /// Whether the call was a batch item (metered at the batch rate).
+    pub batch: bool,
+}
+
+/// Usage of one tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantUsage {
+    /// The tenant id.
+    pub tenant_id: String,
+    /// Its registered name.
+    pub name: Option<String>,
+    /// Its registered external id.
+    pub external_id: Option<String>,
+    /// Metered calls.
+    pub calls: i64,
+    /// Input tokens.
+    pub prompt_tokens: i64,
+    /// Output tokens.
+    pub completion_tokens: i64,
+    /// Cost in micro-dollars.
+    pub cost_micros: i64,
+}
+
+/// Organization-wide totals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageTotals {
+    /// Tenants of the organization (with or without calls).
+    pub tenants: i64,
+    /// Metered calls.
+    pub calls: i64,
+    /// Cost in micro-dollars.
+    pub cost_micros: i64,
+}
+
+/// Organization-wide usage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Usage {
+    /// The totals.
+    pub totals: UsageTotals,
+    /// One entry per tenant, by tenant id.
+    pub per_tenant: Vec<TenantUsage>,
+}
+
+const PER_TENANT: &str = "SELECT t.id AS tenant_id, t.name, t.external_id, \
+       COUNT(u.id) AS calls, \
+       CAST(COALESCE(SUM(u.prompt_tokens), 0) AS BIGINT) AS prompt_tokens, \
+       CAST(COALESCE(SUM(u.completion_tokens), 0) AS BIGINT) AS completion_tokens, \
+       CAST(COALESCE(SUM(u.cost_micros), 0) AS BIGINT) AS cost_micros \
+  FROM tenants t LEFT JOIN usage_records u ON u.org_id = t.org_id AND u.tenant_id = t.id \
+ WHERE t.org_id = $1";
+
+impl Store {
+    /// Records one metered call (and creates its tenant on first use), atomically.
+    pub async fn record_usage(&self, record: &UsageRecord) -> Result<()> {
+        crate::tenants::check_tenant_id(&record.tenant_id)?;
+        let now = now_millis();
+        let id = format!("use_{}", random_hex(12)?);
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO tenants (org_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
+                 ON CONFLICT (org_id, id) DO NOTHING",
+            )
+            .bind(&record.org_id)
+            .bind(&record.tenant_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO usage_records (id, org_id, tenant_id, kind, provider, model, prompt_tokens, \
+                 completion_tokens, cost_micros, batch, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .bind(&id)
+            .bind(&record.org_id)
+            .bind(&record.tenant_id)
+            .bind(&record.kind)
+            .bind(&record.provider)
+            .bind(&record.model)
+            .bind(record.prompt_tokens)
+            .bind(record.completion_tokens)
+            .bind(record.cost_micros)
+            .bind(i64::from(record.batch))
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    /// Usage of every tenant of an organization, and the totals.
+    pub async fn usage(&self, org_id: &str) -> Result<Usage> {
+        let sql = format!("{PER_TENANT} GROUP BY t.id, t.name, t.external_id ORDER BY t.id");
+        let per_tenant = self.tenant_rows(&sql, org_id, None).await?;
+        let totals = UsageTotals {
+            tenants: i64::try_from(per_tenant.len()).unwrap_or(i64::MAX),
+            calls: per_tenant.iter().map(|t| t.calls).sum(),
+            cost_micros: per_tenant.iter().map(|t| t.cost_micros).sum(),
+        };
+        Ok(Usage { totals, per_tenant })
+    }
+
+    /// Usage of one tenant, or none when the organization has no such tenant.
+    pub async fn tenant_usage(&self, org_id: &str, tenant_id: &str) -> Result<Option<TenantUsage>> {
+        let sql = format!("{PER_TENANT} AND t.id = $2 GROUP BY t.id, t.name, t.external_id");
+        Ok(self
+            .tenant_rows(&sql, org_id, Some(tenant_id))
+            .await?
+            .into_iter()
+            .next())
+    }
+
+    async fn tenant_rows(
+        &self,
+        sql: &str,
+        org_id: &str,
+        tenant_id: Option<&str>,
+    ) -> Result<Vec<TenantUsage>> {
+        let rows = on_pool!(self, pool => {
+            let mut query = sqlx::query(sql).bind(org_id);
+            if let Some(tenant_id) = tenant_id {
+                query = query.bind(tenant_id);
+            }
+            query
+                .fetch_all(pool)
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok(TenantUsage {
+                        tenant_id: r.try_get("tenant_id")?,
+                        name: r.try_get("name")?,
+                        external_id: r.try_get("external_id")?,
+                        calls: r.try_get("calls")?,
+                        prompt_tokens: r.try_get("prompt_tokens")?,
+                        completion_tokens: r.try_get("completion_tokens")?,
+                        cost_micros: r.try_get("cost_micros")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()?
+        });
+        Ok(rows)
+    }
+}
