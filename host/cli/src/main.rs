@@ -4,6 +4,7 @@
 //! (or, for `lint`, a check that could not run), 3 authentication error.
 
 mod call;
+mod keys;
 mod lint;
 
 use std::process::ExitCode;
@@ -31,6 +32,11 @@ enum Command {
     /// Exit codes: 0 the call succeeded, 1 bad input, 2 the component did not load or the
     /// call failed.
     Call(Box<call::Args>),
+    /// Manage the organization API keys of the /v1 API (create, list, revoke).
+    ///
+    /// Exit codes: 0 success, 1 bad input (an invalid name, an unknown key id), 2 the store
+    /// could not be opened or written.
+    Keys(keys::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +47,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Lint(args) => lint::run(&args),
         Command::Call(args) => call::run(&args),
+        Command::Keys(args) => keys::run(&args),
     }
 }
 

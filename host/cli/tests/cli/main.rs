@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod call;
+mod keys;
 mod lint;
 
 use std::path::Path;
@@ -12,6 +13,8 @@ pub(crate) fn atrium(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_atrium"))
         .args(args)
         .current_dir(dir)
+        // The tests choose their own store.
+        .env_remove("ATRIUM_DATABASE_URL")
         .output()
         .expect("run atrium")
 }
