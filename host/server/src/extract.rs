@@ -1,0 +1,131 @@
+//! Request extractors that answer in the API's error shape: the organization behind the key,
+//! the tenant header, and JSON bodies whose errors name the field.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use crate::{ApiError, AppState};
+
+/// The organization of the presented key.
+#[derive(Debug, Clone)]
+pub struct Org {
+    /// The organization's id.
+    pub org_id: String,
+    /// The key's id.
+    pub key_id: String,
+}
+
+impl FromRequestParts<AppState> for Org {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(header) = parts.headers.get(axum::http::header::AUTHORIZATION) else {
+            return Err(ApiError::unauthorized(
+                "missing Authorization header: send `Authorization: Bearer <key>`",
+            ));
+        };
+        let secret = header
+            .to_str()
+            .ok()
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .ok_or_else(|| {
+                ApiError::unauthorized("the Authorization header must be `Bearer <key>`")
+            })?;
+        match state.store.authenticate(secret).await? {
+            Some(owner) => Ok(Org {
+                org_id: owner.org_id,
+                key_id: owner.key_id,
+            }),
+            None => Err(ApiError::unauthorized("the API key is unknown or revoked")),
+        }
+    }
+}
+
+/// The header that attributes a call to a tenant.
+pub const TENANT_HEADER: &str = "x-service-tenant";
+
+/// The tenant named by `X-Service-Tenant`, if any (checked, not yet created).
+#[derive(Debug, Clone)]
+pub struct TenantHeader(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for TenantHeader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(value) = parts.headers.get(TENANT_HEADER) else {
+            return Ok(TenantHeader(None));
+        };
+        let id = value
+            .to_str()
+            .map_err(|_| {
+                ApiError::bad_request(
+                    "X-Service-Tenant must be printable text",
+                    Some("X-Service-Tenant"),
+                )
+            })?
+            .trim()
+            .to_owned();
+        atrium_store::check_tenant_id(&id)
+            .map_err(|e| ApiError::bad_request(e.to_string(), Some("X-Service-Tenant")))?;
+        Ok(TenantHeader(Some(id)))
+    }
+}
+
+/// A JSON body; malformed JSON or fields are a 400 naming the field, an oversized body a 413.
+#[derive(Debug, Clone)]
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(request, state).await {
+            Ok(axum::Json(value)) => Ok(JsonBody(value)),
+            Err(rejection) => Err(json_error(rejection)),
+        }
+    }
+}
+
+fn json_error(rejection: JsonRejection) -> ApiError {
+    match rejection {
+        JsonRejection::JsonDataError(e) => {
+            // serde's message names the field: "missing field `name`", "invalid type ... at line".
+            let detail =
+                std::error::Error::source(&e).map_or_else(|| e.body_text(), ToString::to_string);
+            let param = detail.split('`').nth(1).map(str::to_owned);
+            let mut error =
+                ApiError::bad_request(format!("invalid request body: {detail}"), param.as_deref());
+            error.code = Some("invalid_request");
+            error
+        }
+        JsonRejection::JsonSyntaxError(e) => {
+            let detail =
+                std::error::Error::source(&e).map_or_else(|| e.body_text(), ToString::to_string);
+            let mut error =
+                ApiError::bad_request(format!("the body is not valid JSON: {detail}"), None);
+            error.code = Some("invalid_json");
+            error
+        }
+        JsonRejection::MissingJsonContentType(_) => ApiError::bad_request(
+            "the body must be JSON with `Content-Type: application/json`",
+            None,
+        ),
+        JsonRejection::BytesRejection(e) => {
+            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::too_large(crate::MAX_BODY_BYTES)
+            } else {
+                ApiError::bad_request(
+                    format!("the body could not be read: {}", e.body_text()),
+                    None,
+                )
+            }
+        }
+        other => ApiError::bad_request(other.body_text(), None),
+    }
+}

@@ -1,0 +1,78 @@
+//! Atrium's HTTP server.
+//!
+//! [`router`] builds the whole router from an [`AppState`], so tests call it without a socket;
+//! [`serve`] runs it on a listener until a shutdown signal, letting requests in flight finish.
+//! Every /v1 error is [`ApiError`]: OpenAI's body `{"error": {"message", "type", "param",
+//! "code"}}` with a fitting status.
+
+mod error;
+mod extract;
+mod v1;
+
+use std::future::Future;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+
+pub use error::ApiError;
+pub use extract::{JsonBody, Org, TENANT_HEADER, TenantHeader};
+
+/// The largest request body accepted (a 413 beyond it).
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database.
+    pub store: atrium_store::Store,
+}
+
+/// The host's routes.
+pub fn router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .route("/tenants", post(v1::register_tenant))
+        .route("/usage", get(v1::usage))
+        .fallback(|uri: axum::http::Uri| async move {
+            ApiError::not_found(format!("there is no endpoint {}", uri.path()))
+        });
+    Router::new()
+        .nest("/v1", v1)
+        .route("/health", get(|| async { "ok" }))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Serves the router on `listener` until `shutdown` completes; requests in flight finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down: finishing the requests in flight");
+}

@@ -1,0 +1,129 @@
+//! The /v1 routes served so far: tenant registration and usage.
+
+use axum::Json;
+use axum::extract::{Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::extract::{JsonBody, Org};
+use crate::{ApiError, AppState};
+
+/// `POST /v1/tenants`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterTenant {
+    id: String,
+    name: Option<String>,
+    external_id: Option<String>,
+}
+
+fn check_text(field: &str, value: Option<&str>) -> Result<(), ApiError> {
+    if let Some(v) = value
+        && (v.chars().count() > 256 || v.chars().any(char::is_control))
+    {
+        return Err(ApiError::bad_request(
+            format!("{field} must be at most 256 characters without control characters"),
+            Some(field),
+        ));
+    }
+    Ok(())
+}
+
+fn millis_to_rfc3339(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .ok()
+        .and_then(|t| t.round(jiff::Unit::Second).ok())
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// Registers a tenant up front, or updates its name and external id.
+pub async fn register_tenant(
+    State(state): State<AppState>,
+    org: Org,
+    JsonBody(body): JsonBody<RegisterTenant>,
+) -> Result<Json<Value>, ApiError> {
+    atrium_store::check_tenant_id(&body.id)
+        .map_err(|e| ApiError::bad_request(e.to_string(), Some("id")))?;
+    check_text("name", body.name.as_deref())?;
+    check_text("external_id", body.external_id.as_deref())?;
+    let tenant = state
+        .store
+        .register_tenant(
+            &org.org_id,
+            &body.id,
+            body.name.as_deref(),
+            body.external_id.as_deref(),
+        )
+        .await?;
+    Ok(Json(json!({
+        "object": "tenant",
+        "id": tenant.id,
+        "name": tenant.name,
+        "external_id": tenant.external_id,
+        "created_at": millis_to_rfc3339(tenant.created_at),
+        "updated_at": millis_to_rfc3339(tenant.updated_at),
+    })))
+}
+
+/// `GET /v1/usage` query.
+#[derive(Debug, Deserialize)]
+pub struct UsageQuery {
+    tenant: Option<String>,
+}
+
+/// Micro-dollars as a dollar amount.
+fn usd(micros: i64) -> f64 {
+    micros as f64 / 1_000_000.0
+}
+
+fn tenant_entry(t: &atrium_store::TenantUsage) -> Value {
+    json!({
+        "tenant_id": t.tenant_id,
+        "name": t.name,
+        "external_id": t.external_id,
+        "calls": t.calls,
+        "prompt_tokens": t.prompt_tokens,
+        "completion_tokens": t.completion_tokens,
+        "tokens": t.prompt_tokens + t.completion_tokens,
+        "cost_usd": usd(t.cost_micros),
+    })
+}
+
+/// Organization-wide usage, or one tenant's with `?tenant=ID`.
+pub async fn usage(
+    State(state): State<AppState>,
+    org: Org,
+    Query(query): Query<UsageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(tenant) = query.tenant {
+        let usage = state
+            .store
+            .tenant_usage(&org.org_id, &tenant)
+            .await?
+            .ok_or_else(|| {
+                ApiError::not_found(format!("this organization has no tenant `{tenant}`"))
+            })?;
+        return Ok(Json(
+            json!({"object": "usage", "tenant": tenant_entry(&usage)}),
+        ));
+    }
+    let usage = state.store.usage(&org.org_id).await?;
+    Ok(Json(json!({
+        "object": "usage",
+        "totals": {"tenants": usage.totals.tenants, "calls": usage.totals.calls, "cost_usd": usd(usage.totals.cost_micros)},
+        "per_tenant": usage.per_tenant.iter().map(tenant_entry).collect::<Vec<_>>(),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps_are_rfc3339_utc_to_the_second() {
+        assert_eq!(super::millis_to_rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            super::millis_to_rfc3339(951_782_400_400),
+            "2000-02-29T00:00:00Z"
+        );
+    }
+}
