@@ -6,6 +6,7 @@
 mod call;
 mod keys;
 mod lint;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,11 @@ enum Command {
     /// Exit codes: 0 success, 1 bad input (an invalid name, an unknown key id), 2 the store
     /// could not be opened or written.
     Keys(keys::Args),
+    /// Run the host: the /v1 API on --addr, data under --data-dir (or ATRIUM_DATABASE_URL).
+    ///
+    /// Exit codes: 0 after a clean shutdown (SIGINT or SIGTERM), 1 bad input, 2 the host could
+    /// not start.
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +54,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint::run(&args),
         Command::Call(args) => call::run(&args),
         Command::Keys(args) => keys::run(&args),
+        Command::Serve(args) => serve::run(&args),
     }
 }
 

@@ -5,6 +5,7 @@
 mod call;
 mod keys;
 mod lint;
+mod serve;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,0 +1,88 @@
+//! `atrium serve`: runs the host.
+//!
+//! The store is `ATRIUM_DATABASE_URL` when set (PostgreSQL), else SQLite in the data directory.
+//! SIGINT and SIGTERM stop accepting connections and let requests in flight finish. Exit codes:
+//! 0 after a clean shutdown, 1 bad input (an address that does not parse), 2 the host could not
+//! start (the port is taken, the store cannot be opened).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `atrium serve` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The address to listen on.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        default_value = "127.0.0.1:8787",
+        env = "ATRIUM_ADDR"
+    )]
+    addr: String,
+    /// Where the host keeps its data (the SQLite database unless ATRIUM_DATABASE_URL is set).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".atrium",
+        env = "ATRIUM_DATA_DIR"
+    )]
+    data_dir: PathBuf,
+}
+
+/// Runs `atrium serve`.
+pub fn run(args: &Args) -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ATRIUM_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+    let addr: SocketAddr = match args.addr.parse() {
+        Ok(addr) => addr,
+        Err(e) => {
+            eprintln!("error: --addr `{}` is not HOST:PORT: {e}", args.addr);
+            return ExitCode::from(1);
+        }
+    };
+    let tokio = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    tokio.block_on(async {
+        let store = match crate::keys::open_store(&args.data_dir).await {
+            Ok(store) => store,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("error: cannot listen on {addr}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let bound = listener.local_addr().map_or_else(|_| addr.to_string(), |a| a.to_string());
+        tracing::info!(addr = %bound, store = store.backend(), "atrium is listening on http://{bound}");
+        let state = atrium_server::AppState { store: store.clone() };
+        let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;
+        store.close().await;
+        match served {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: the server failed: {e}");
+                ExitCode::from(2)
+            }
+        }
+    })
+}

@@ -1,0 +1,95 @@
+//! `atrium serve`, as a process: it listens, answers with the store's keys, and stops cleanly
+//! on SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+use crate::{atrium, stderr};
+
+fn http_get(addr: &str, path: &str, key: Option<&str>) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let auth = key
+        .map(|k| format!("Authorization: Bearer {k}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serves_the_api_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let created = atrium(dir.path(), &["keys", "create", "--data-dir", data]);
+    let key = String::from_utf8_lossy(&created.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_atrium"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", data])
+        .env_remove("ATRIUM_DATABASE_URL")
+        .env("ATRIUM_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the host logs where it listens")
+            .unwrap();
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+
+    let ok = http_get(&addr, "/v1/usage", Some(&key));
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    assert!(ok.contains(r#""totals""#), "{ok}");
+    let denied = http_get(&addr, "/v1/usage", None);
+    assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
+
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:?}");
+}
+
+#[test]
+fn a_bad_address_exits_1_and_a_taken_port_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let bad = atrium(
+        dir.path(),
+        &["serve", "--addr", "localhost-ish", "--data-dir", data],
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("is not HOST:PORT"));
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let busy = atrium(dir.path(), &["serve", "--addr", &addr, "--data-dir", data]);
+    assert_eq!(busy.status.code(), Some(2));
+    assert!(
+        stderr(&busy).contains(&format!("cannot listen on {addr}")),
+        "{}",
+        stderr(&busy)
+    );
+}
