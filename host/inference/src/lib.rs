@@ -1,0 +1,8 @@
+//! Chat inference for the /v1 API: the model catalog, routing by tier, provider and model name,
+//! the EU data policy, and (next) the provider adapters and fallback.
+
+pub mod catalog;
+pub mod router;
+
+pub use catalog::{Catalog, Jurisdiction, ModelInfo, ProviderId};
+pub use router::{PII_MESSAGE, RouteError, Selection, Tier, route};
