@@ -74,7 +74,15 @@ pub fn run(args: &Args) -> ExitCode {
         };
         let bound = listener.local_addr().map_or_else(|_| addr.to_string(), |a| a.to_string());
         tracing::info!(addr = %bound, store = store.backend(), "atrium is listening on http://{bound}");
-        let state = atrium_server::AppState { store: store.clone() };
+        let gateway = atrium_inference::Gateway::from_env(atrium_inference::Catalog::builtin(), |name| std::env::var(name).ok());
+        let configured: Vec<&str> =
+            atrium_inference::ProviderId::ALL.into_iter().filter(|p| gateway.available(*p)).map(|p| p.as_str()).collect();
+        if configured.is_empty() {
+            tracing::warn!("no inference provider is configured: set ATRIUM_<PROVIDER>_API_KEY (or ATRIUM_OLLAMA_BASE_URL)");
+        } else {
+            tracing::info!(providers = %configured.join(", "), "inference providers");
+        }
+        let state = atrium_server::AppState { store: store.clone(), gateway: std::sync::Arc::new(gateway) };
         let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;
         store.close().await;
         match served {

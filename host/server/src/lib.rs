@@ -5,6 +5,7 @@
 //! Every /v1 error is [`ApiError`]: OpenAI's body `{"error": {"message", "type", "param",
 //! "code"}}` with a fitting status.
 
+mod chat;
 mod error;
 mod extract;
 mod v1;
@@ -15,6 +16,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
+pub use chat::DEFAULT_TENANT;
 pub use error::ApiError;
 pub use extract::{JsonBody, Org, TENANT_HEADER, TenantHeader};
 
@@ -26,11 +28,14 @@ pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 pub struct AppState {
     /// The database.
     pub store: atrium_store::Store,
+    /// The inference providers and the catalog.
+    pub gateway: std::sync::Arc<atrium_inference::Gateway>,
 }
 
 /// The host's routes.
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
+        .route("/chat/completions", post(chat::completions))
         .route("/tenants", post(v1::register_tenant))
         .route("/usage", get(v1::usage))
         .fallback(|uri: axum::http::Uri| async move {

@@ -1,15 +1,22 @@
 //! The /v1 router without a socket, on SQLite and (when configured) PostgreSQL.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod chat;
+mod v1;
+
+use std::sync::Arc;
+
+use atrium_inference::providers::Provider;
+use atrium_inference::{Catalog, Gateway};
 use atrium_server::{AppState, router};
-use atrium_store::{Store, UsageRecord};
+use atrium_store::Store;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tower::ServiceExt;
 
-async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
+pub(crate) async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let mut stores = vec![(Store::open_sqlite(dir.path()).await.unwrap(), Some(dir))];
     if let Ok(url) = std::env::var("ATRIUM_TEST_DATABASE_URL") {
@@ -18,7 +25,7 @@ async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
     stores
 }
 
-fn unique(name: &str) -> String {
+pub(crate) fn unique(name: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nanos = std::time::SystemTime::now()
@@ -28,16 +35,38 @@ fn unique(name: &str) -> String {
     format!("{name}-{}-{nanos}-{n}", std::process::id())
 }
 
-async fn call(
+/// A state with the given providers (none: every provider unavailable).
+pub(crate) fn state(store: &Store, providers: Vec<Arc<dyn Provider>>) -> AppState {
+    AppState {
+        store: store.clone(),
+        gateway: Arc::new(Gateway::new(Catalog::builtin(), providers)),
+    }
+}
+
+pub(crate) async fn call(
     store: &Store,
     method: &str,
     path: &str,
     key: Option<&str>,
     body: Option<&str>,
 ) -> (StatusCode, Value) {
+    call_on(&state(store, vec![]), method, path, key, None, body).await
+}
+
+pub(crate) async fn call_on(
+    state: &AppState,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    tenant: Option<&str>,
+    body: Option<&str>,
+) -> (StatusCode, Value) {
     let mut request = Request::builder().method(method).uri(path);
     if let Some(key) = key {
         request = request.header("authorization", format!("Bearer {key}"));
+    }
+    if let Some(tenant) = tenant {
+        request = request.header("x-service-tenant", tenant);
     }
     if body.is_some() {
         request = request.header("content-type", "application/json");
@@ -45,12 +74,7 @@ async fn call(
     let request = request
         .body(body.map_or_else(Body::empty, |b| Body::from(b.to_owned())))
         .unwrap();
-    let response = router(AppState {
-        store: store.clone(),
-    })
-    .oneshot(request)
-    .await
-    .unwrap();
+    let response = router(state.clone()).oneshot(request).await.unwrap();
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     (
@@ -60,7 +84,7 @@ async fn call(
     )
 }
 
-fn assert_error(body: &Value, code: &str) {
+pub(crate) fn assert_error(body: &Value, code: &str) {
     let error = &body["error"];
     assert!(
         error["message"].is_string() && error["type"].is_string(),
@@ -68,177 +92,4 @@ fn assert_error(body: &Value, code: &str) {
     );
     assert!(error.as_object().unwrap().contains_key("param"), "{body}");
     assert_eq!(error["code"], code, "{body}");
-}
-
-#[tokio::test]
-async fn every_request_needs_a_live_key() {
-    for (store, _dir) in stores().await {
-        let (status, body) = call(&store, "GET", "/v1/usage", None, None).await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED);
-        assert_error(&body, "invalid_api_key");
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("Authorization")
-        );
-        let (status, _) = call(&store, "GET", "/v1/usage", Some("atr_wrong"), None).await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED);
-
-        let key = store.create_key(&unique("acme"), "k").await.unwrap();
-        let (status, _) = call(&store, "GET", "/v1/usage", Some(&key.secret), None).await;
-        assert_eq!(status, StatusCode::OK);
-        store.revoke_key(&key.id).await.unwrap();
-        let (status, body) = call(&store, "GET", "/v1/usage", Some(&key.secret), None).await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED);
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("revoked")
-        );
-    }
-}
-
-#[tokio::test]
-async fn tenants_register_update_and_show_in_usage() {
-    for (store, _dir) in stores().await {
-        let key = store.create_key(&unique("acme"), "k").await.unwrap();
-        let (status, body) = call(
-            &store,
-            "POST",
-            "/v1/tenants",
-            Some(&key.secret),
-            Some(r#"{"id":"t-1","name":"Beta","external_id":"crm-1"}"#),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(
-            (
-                body["id"].as_str(),
-                body["name"].as_str(),
-                body["external_id"].as_str()
-            ),
-            (Some("t-1"), Some("Beta"), Some("crm-1"))
-        );
-        let (_, body) = call(
-            &store,
-            "POST",
-            "/v1/tenants",
-            Some(&key.secret),
-            Some(r#"{"id":"t-1","name":"Beta AG"}"#),
-        )
-        .await;
-        assert_eq!(
-            (body["name"].as_str(), body["external_id"].as_str()),
-            (Some("Beta AG"), Some("crm-1"))
-        );
-
-        let record = |tenant: &str, cost| UsageRecord {
-            org_id: key.org_id.clone(),
-            tenant_id: tenant.into(),
-            kind: "chat".into(),
-            provider: "mistral".into(),
-            model: "m".into(),
-            prompt_tokens: 7,
-            completion_tokens: 3,
-            cost_micros: cost,
-            batch: false,
-        };
-        store.record_usage(&record("t-1", 1_250)).await.unwrap();
-        store.record_usage(&record("t-2", 500)).await.unwrap();
-        let (status, usage) = call(&store, "GET", "/v1/usage", Some(&key.secret), None).await;
-        assert_eq!(status, StatusCode::OK);
-        assert_eq!(
-            usage["totals"],
-            json!({"tenants": 2, "calls": 2, "cost_usd": 0.00175})
-        );
-        assert_eq!(
-            usage["per_tenant"][0],
-            json!({"tenant_id": "t-1", "name": "Beta AG", "external_id": "crm-1", "calls": 1,
-                   "prompt_tokens": 7, "completion_tokens": 3, "tokens": 10, "cost_usd": 0.00125})
-        );
-        let (_, one) = call(
-            &store,
-            "GET",
-            "/v1/usage?tenant=t-2",
-            Some(&key.secret),
-            None,
-        )
-        .await;
-        assert_eq!(one["tenant"]["cost_usd"], 0.0005);
-        let (status, body) = call(
-            &store,
-            "GET",
-            "/v1/usage?tenant=t-9",
-            Some(&key.secret),
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::NOT_FOUND);
-        assert_error(&body, "not_found");
-
-        // Another organization sees none of it.
-        let other = store.create_key(&unique("globex"), "k").await.unwrap();
-        let (_, theirs) = call(&store, "GET", "/v1/usage", Some(&other.secret), None).await;
-        assert_eq!(
-            theirs["totals"],
-            json!({"tenants": 0, "calls": 0, "cost_usd": 0.0})
-        );
-        let (status, _) = call(
-            &store,
-            "GET",
-            "/v1/usage?tenant=t-1",
-            Some(&other.secret),
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::NOT_FOUND);
-    }
-}
-
-#[tokio::test]
-async fn bad_bodies_name_what_is_wrong() {
-    for (store, _dir) in stores().await {
-        let key = store.create_key(&unique("acme"), "k").await.unwrap();
-        let post = |body: &'static str| {
-            let (store, secret) = (store.clone(), key.secret.clone());
-            async move { call(&store, "POST", "/v1/tenants", Some(&secret), Some(body)).await }
-        };
-        let (status, body) = post(r#"{"name":"x"}"#).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert_eq!(body["error"]["param"], "id", "{body}");
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("missing field `id`"),
-            "{body}"
-        );
-
-        let (status, body) = post(r#"{"id":"t","nmae":"x"}"#).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert_eq!(body["error"]["param"], "nmae", "{body}");
-
-        let (status, body) = post(r#"{"id": "#).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert_error(&body, "invalid_json");
-
-        let (status, body) = post(r#"{"id":""}"#).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert_eq!(body["error"]["param"], "id");
-
-        let big = format!(
-            r#"{{"id":"t","name":"{}"}}"#,
-            "x".repeat(atrium_server::MAX_BODY_BYTES)
-        );
-        let (status, body) =
-            call(&store, "POST", "/v1/tenants", Some(&key.secret), Some(&big)).await;
-        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
-        assert_error(&body, "request_too_large");
-
-        let (status, body) = call(&store, "GET", "/v1/nothing", Some(&key.secret), None).await;
-        assert_eq!(status, StatusCode::NOT_FOUND);
-        assert_error(&body, "not_found");
-    }
 }

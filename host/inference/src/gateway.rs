@@ -1,0 +1,169 @@
+//! The gateway: providers built from the environment, and a chat call that walks the routed
+//! backends with fallback.
+//!
+//! Each provider is configured by `ATRIUM_<PROVIDER>_BASE_URL` (default: the provider's public
+//! API) and `ATRIUM_<PROVIDER>_API_KEY`, PROVIDER one of OPENAI, ANTHROPIC, MISTRAL, OLLAMA, OVH.
+//! A provider without a key is unavailable and routing skips it; Ollama needs no key and is
+//! available when its base URL is set.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::providers::{self, ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError};
+use crate::{Catalog, ModelInfo, ProviderId, RouteError, Selection, route};
+
+/// How long one upstream call may take by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One backend tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The provider.
+    pub provider: ProviderId,
+    /// The model.
+    pub model: String,
+    /// Why it failed.
+    pub error: UpstreamError,
+}
+
+/// A completed chat call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completed {
+    /// The answer.
+    pub outcome: ChatOutcome,
+    /// The backend that answered.
+    pub model: ModelInfo,
+    /// The backends that failed before it.
+    pub failed: Vec<Attempt>,
+}
+
+/// Why a chat call produced no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GatewayError {
+    /// No route (policy, invalid selection, nothing configured).
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    /// A backend refused the request in a way another backend would too (a 4xx other than 429).
+    #[error("{} refused the request: {}", .0.provider.as_str(), .0.error)]
+    Refused(Attempt),
+    /// Every backend failed.
+    #[error("no backend could answer; tried {}", describe(.0))]
+    Exhausted(Vec<Attempt>),
+}
+
+fn describe(attempts: &[Attempt]) -> String {
+    attempts
+        .iter()
+        .map(|a| format!("{}/{} ({})", a.provider.as_str(), a.model, a.error))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The providers and the catalog.
+pub struct Gateway {
+    catalog: Catalog,
+    providers: BTreeMap<ProviderId, Arc<dyn Provider>>,
+}
+
+fn env_name(provider: ProviderId, what: &str) -> String {
+    format!("ATRIUM_{}_{what}", provider.as_str().to_ascii_uppercase())
+}
+
+impl Gateway {
+    /// A gateway with the given providers.
+    pub fn new(catalog: Catalog, providers: Vec<Arc<dyn Provider>>) -> Self {
+        Gateway {
+            catalog,
+            providers: providers.into_iter().map(|p| (p.id(), p)).collect(),
+        }
+    }
+
+    /// Providers from environment variables, read through `var` (for tests, a map).
+    pub fn from_env(catalog: Catalog, var: impl Fn(&str) -> Option<String>) -> Self {
+        let client = reqwest::Client::new();
+        let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
+        for id in ProviderId::ALL {
+            let key = var(&env_name(id, "API_KEY")).filter(|k| !k.trim().is_empty());
+            let base = var(&env_name(id, "BASE_URL")).filter(|b| !b.trim().is_empty());
+            let available = match id {
+                ProviderId::Ollama => base.is_some(),
+                _ => key.is_some(),
+            };
+            if !available {
+                continue;
+            }
+            let default_base = match id {
+                ProviderId::Openai => providers::openai::DEFAULT_BASE_URL,
+                ProviderId::Anthropic => providers::anthropic::DEFAULT_BASE_URL,
+                ProviderId::Mistral => providers::mistral::DEFAULT_BASE_URL,
+                ProviderId::Ollama => providers::ollama::DEFAULT_BASE_URL,
+                ProviderId::Ovh => providers::ovh::DEFAULT_BASE_URL,
+            };
+            let config = ProviderConfig {
+                base_url: base.unwrap_or_else(|| default_base.to_owned()),
+                api_key: key,
+                timeout: DEFAULT_TIMEOUT,
+            };
+            let provider: Arc<dyn Provider> = match id {
+                ProviderId::Openai => Arc::new(providers::OpenAi::new(client.clone(), config)),
+                ProviderId::Anthropic => {
+                    Arc::new(providers::Anthropic::new(client.clone(), config))
+                }
+                ProviderId::Mistral => Arc::new(providers::Mistral::new(client.clone(), config)),
+                ProviderId::Ollama => Arc::new(providers::Ollama::new(client.clone(), config)),
+                ProviderId::Ovh => Arc::new(providers::Ovh::new(client.clone(), config)),
+            };
+            providers.push(provider);
+        }
+        Self::new(catalog, providers)
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// Whether a provider is configured.
+    pub fn available(&self, provider: ProviderId) -> bool {
+        self.providers.contains_key(&provider)
+    }
+
+    /// Routes the request and tries the backends in order: a connection error, a timeout, a
+    /// 429 or a 5xx moves on to the next; any other failure ends the call.
+    pub async fn chat(
+        &self,
+        selection: &Selection,
+        request: &ChatRequest,
+    ) -> Result<Completed, GatewayError> {
+        let candidates = route(&self.catalog, selection, &|p| self.available(p))?;
+        let mut failed = Vec::new();
+        for model in candidates {
+            let Some(provider) = self.providers.get(&model.provider) else {
+                continue;
+            };
+            match provider.chat(request, &model.id).await {
+                Ok(outcome) => {
+                    return Ok(Completed {
+                        outcome,
+                        model,
+                        failed,
+                    });
+                }
+                Err(error) => {
+                    tracing::warn!(provider = model.provider.as_str(), model = %model.id, %error, "backend failed");
+                    let attempt = Attempt {
+                        provider: model.provider,
+                        model: model.id.clone(),
+                        error,
+                    };
+                    if !attempt.error.should_fall_back() {
+                        return Err(GatewayError::Refused(attempt));
+                    }
+                    failed.push(attempt);
+                }
+            }
+        }
+        Err(GatewayError::Exhausted(failed))
+    }
+}

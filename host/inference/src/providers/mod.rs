@@ -1,0 +1,173 @@
+//! Provider adapters: one file per provider, behind [`Provider`].
+//!
+//! A [`ChatRequest`] is the OpenAI-shaped request the client sent (messages and the standard
+//! fields); each adapter speaks its provider's own wire protocol and answers a
+//! [`ChatOutcome`] in OpenAI's shape. Failures are [`UpstreamError`]s, which say whether
+//! another backend should be tried.
+
+pub mod anthropic;
+pub mod mistral;
+pub mod ollama;
+pub mod openai;
+mod openai_compat;
+pub mod ovh;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+pub use anthropic::Anthropic;
+pub use mistral::Mistral;
+pub use ollama::Ollama;
+pub use openai::OpenAi;
+pub use ovh::Ovh;
+
+use crate::ProviderId;
+
+/// The standard OpenAI request fields passed on (or translated) to providers.
+pub const PASSTHROUGH_FIELDS: &[&str] = &[
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "tools",
+    "tool_choice",
+    "response_format",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "n",
+    "user",
+    "logprobs",
+    "top_logprobs",
+    "parallel_tool_calls",
+];
+
+/// A chat request in OpenAI's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// `messages`, as sent.
+    pub messages: Vec<Value>,
+    /// The standard fields that were present (see [`PASSTHROUGH_FIELDS`]).
+    pub params: Map<String, Value>,
+}
+
+impl ChatRequest {
+    /// A standard field, if present.
+    pub fn param(&self, name: &str) -> Option<&Value> {
+        self.params.get(name)
+    }
+}
+
+/// A provider's answer in OpenAI's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatOutcome {
+    /// The assistant message: `role`, `content` and, when the model calls tools, `tool_calls`.
+    pub message: Value,
+    /// `stop`, `length`, `tool_calls`, `content_filter`.
+    pub finish_reason: String,
+    /// Input tokens as the provider counted them.
+    pub prompt_tokens: u64,
+    /// Output tokens as the provider counted them.
+    pub completion_tokens: u64,
+}
+
+/// Why an upstream call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamError {
+    /// No connection could be made.
+    #[error("connection failed: {0}")]
+    Connect(String),
+    /// The provider did not answer in time.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// The provider answered with an error status.
+    #[error("HTTP {status}: {body}")]
+    Status {
+        /// The status code.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The answer did not follow the provider's protocol.
+    #[error("unexpected answer: {0}")]
+    Protocol(String),
+}
+
+impl UpstreamError {
+    /// Whether another backend should be tried: connection errors, timeouts, 429 and 5xx.
+    pub fn should_fall_back(&self) -> bool {
+        match self {
+            UpstreamError::Connect(_) | UpstreamError::Timeout(_) => true,
+            UpstreamError::Status { status, .. } => *status == 429 || *status >= 500,
+            UpstreamError::Protocol(_) => false,
+        }
+    }
+}
+
+/// How to reach a provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// The API base URL (for example `https://api.mistral.ai/v1`).
+    pub base_url: String,
+    /// The API key, if the provider needs one.
+    pub api_key: Option<String>,
+    /// How long a call may take.
+    pub timeout: Duration,
+}
+
+/// A chat backend.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Which provider this is.
+    fn id(&self) -> ProviderId;
+
+    /// Runs one chat completion with `model`.
+    async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError>;
+}
+
+/// Sends a JSON request and reads a JSON answer, mapping transport failures.
+pub(crate) async fn send_json(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+) -> Result<Value, UpstreamError> {
+    let response = request
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|e| transport_error(&e, timeout))?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|e| transport_error(&e, timeout))?;
+    if !status.is_success() {
+        let body: String = text.chars().take(500).collect();
+        return Err(UpstreamError::Status {
+            status: status.as_u16(),
+            body,
+        });
+    }
+    serde_json::from_str(&text)
+        .map_err(|e| UpstreamError::Protocol(format!("the body is not JSON: {e}")))
+}
+
+pub(crate) fn transport_error(error: &reqwest::Error, timeout: Duration) -> UpstreamError {
+    if error.is_timeout() {
+        UpstreamError::Timeout(timeout)
+    } else if error.is_connect() {
+        UpstreamError::Connect(error.to_string())
+    } else {
+        UpstreamError::Connect(format!("{error}"))
+    }
+}
+
+/// Reads a token count from a usage object.
+pub(crate) fn count(usage: Option<&Value>, field: &str) -> u64 {
+    usage
+        .and_then(|u| u.get(field))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,38 @@
+//! OpenAI: the chat-completions API as is.
+
+use async_trait::async_trait;
+
+use super::{ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError, openai_compat};
+use crate::ProviderId;
+
+/// The default API base.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// OpenAI's chat completions.
+pub struct OpenAi {
+    client: reqwest::Client,
+    config: ProviderConfig,
+}
+
+impl OpenAi {
+    /// An adapter for `config`.
+    pub fn new(client: reqwest::Client, config: ProviderConfig) -> Self {
+        OpenAi { client, config }
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAi {
+    fn id(&self) -> ProviderId {
+        ProviderId::Openai
+    }
+
+    async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {
+        openai_compat::complete(
+            &self.client,
+            &self.config,
+            openai_compat::body(request, model),
+        )
+        .await
+    }
+}

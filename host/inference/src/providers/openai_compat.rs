@@ -1,0 +1,55 @@
+//! The OpenAI chat-completions wire format, which OpenAI, Mistral and OVH AI Endpoints speak
+//! (each with its own differences, handled in its own file).
+
+use serde_json::{Map, Value, json};
+
+use super::{ChatOutcome, ChatRequest, ProviderConfig, UpstreamError, count, send_json};
+
+/// The request body for `POST {base}/chat/completions`.
+pub(crate) fn body(request: &ChatRequest, model: &str) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(request.messages.clone()));
+    for (k, v) in &request.params {
+        body.insert(k.clone(), v.clone());
+    }
+    body
+}
+
+/// Sends the body and reads the first choice.
+pub(crate) async fn complete(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    body: Map<String, Value>,
+) -> Result<ChatOutcome, UpstreamError> {
+    let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+    let mut request = client.post(url).json(&Value::Object(body));
+    if let Some(key) = &config.api_key {
+        request = request.bearer_auth(key);
+    }
+    let answer = send_json(request, config.timeout).await?;
+    outcome(&answer)
+}
+
+/// Reads an OpenAI-shaped answer.
+pub(crate) fn outcome(answer: &Value) -> Result<ChatOutcome, UpstreamError> {
+    let choice = answer
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| UpstreamError::Protocol("the answer has no choices".into()))?;
+    let message = choice
+        .get("message")
+        .cloned()
+        .ok_or_else(|| UpstreamError::Protocol("the choice has no message".into()))?;
+    let usage = answer.get("usage");
+    Ok(ChatOutcome {
+        message,
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .unwrap_or("stop")
+            .to_owned(),
+        prompt_tokens: count(usage, "prompt_tokens"),
+        completion_tokens: count(usage, "completion_tokens"),
+    })
+}

@@ -1,0 +1,39 @@
+//! OVHcloud AI Endpoints: OpenAI-compatible chat completions on EU infrastructure. The
+//! endpoints serve open models; `max_completion_tokens` is sent as `max_tokens`, which they
+//! all accept.
+
+use async_trait::async_trait;
+
+use super::{ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError, openai_compat};
+use crate::ProviderId;
+
+/// The default API base (the unified OpenAI-compatible endpoint).
+pub const DEFAULT_BASE_URL: &str = "https://oai.endpoints.kepler.ai.cloud.ovh.net/v1";
+
+/// OVH AI Endpoints' chat completions.
+pub struct Ovh {
+    client: reqwest::Client,
+    config: ProviderConfig,
+}
+
+impl Ovh {
+    /// An adapter for `config`.
+    pub fn new(client: reqwest::Client, config: ProviderConfig) -> Self {
+        Ovh { client, config }
+    }
+}
+
+#[async_trait]
+impl Provider for Ovh {
+    fn id(&self) -> ProviderId {
+        ProviderId::Ovh
+    }
+
+    async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {
+        let mut body = openai_compat::body(request, model);
+        if let Some(max) = body.remove("max_completion_tokens") {
+            body.entry("max_tokens").or_insert(max);
+        }
+        openai_compat::complete(&self.client, &self.config, body).await
+    }
+}

@@ -1,0 +1,255 @@
+//! `POST /v1/chat/completions`: OpenAI-compatible chat with Atrium's `tier`, `provider`,
+//! `model` and `contains_pii`, routed with fallback, metered per tenant.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use atrium_inference::providers::{ChatRequest, PASSTHROUGH_FIELDS, UpstreamError};
+use atrium_inference::{GatewayError, ProviderId, RouteError, Selection, Tier};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Map, Value, json};
+
+use crate::extract::{JsonBody, Org, TenantHeader};
+use crate::{ApiError, AppState};
+
+/// The tenant of calls that name none.
+pub const DEFAULT_TENANT: &str = "default";
+
+const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
+
+fn field_error(param: &str, message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(message, Some(param))
+}
+
+/// Checks the request and splits it into the routing selection and the provider request.
+fn parse(body: Value) -> Result<(Selection, ChatRequest), ApiError> {
+    let Value::Object(mut body) = body else {
+        return Err(ApiError::bad_request(
+            "the body must be a JSON object",
+            None,
+        ));
+    };
+    let messages = match body.remove("messages") {
+        Some(Value::Array(m)) if !m.is_empty() => m,
+        Some(Value::Array(_)) => return Err(field_error("messages", "messages must not be empty")),
+        Some(_) => {
+            return Err(field_error(
+                "messages",
+                "messages must be an array of {role, content} objects",
+            ));
+        }
+        None => return Err(field_error("messages", "messages is required")),
+    };
+    for (i, m) in messages.iter().enumerate() {
+        let param = format!("messages[{i}]");
+        let role = m
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| field_error(&param, format!("{param}.role is required")))?;
+        if !ROLES.contains(&role) {
+            return Err(field_error(
+                &param,
+                format!("{param}.role `{role}` is not one of {}", ROLES.join(", ")),
+            ));
+        }
+        match m.get("content") {
+            Some(Value::String(_) | Value::Array(_)) => {}
+            Some(Value::Null) | None if role == "assistant" && m.get("tool_calls").is_some() => {}
+            _ => {
+                return Err(field_error(
+                    &param,
+                    format!("{param}.content must be a string or an array of parts"),
+                ));
+            }
+        }
+    }
+    let tier = match body.remove("tier") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(Tier::parse(&t).ok_or_else(|| {
+            field_error(
+                "tier",
+                format!("tier `{t}` is not one of eu-sovereign, frontier, cheapest"),
+            )
+        })?),
+        Some(_) => return Err(field_error("tier", "tier must be a string")),
+    };
+    let provider = match body.remove("provider") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) => Some(ProviderId::parse(&p).ok_or_else(|| {
+            field_error(
+                "provider",
+                format!("provider `{p}` is not one of anthropic, openai, mistral, ollama, ovh"),
+            )
+        })?),
+        Some(_) => return Err(field_error("provider", "provider must be a string")),
+    };
+    let model = match body.remove("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) if !m.trim().is_empty() => Some(m),
+        Some(_) => return Err(field_error("model", "model must be a non-empty string")),
+    };
+    let contains_pii = match body.remove("contains_pii") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => {
+            return Err(field_error(
+                "contains_pii",
+                "contains_pii must be true or false",
+            ));
+        }
+    };
+    if body
+        .remove("stream")
+        .and_then(|s| s.as_bool())
+        .unwrap_or(false)
+    {
+        return Err(field_error(
+            "stream",
+            "streaming responses are not served by this host yet; send stream: false",
+        ));
+    }
+    let mut params = Map::new();
+    for field in PASSTHROUGH_FIELDS {
+        if let Some(v) = body.remove(*field)
+            && !v.is_null()
+        {
+            params.insert((*field).to_owned(), v);
+        }
+    }
+    Ok((
+        Selection {
+            tier,
+            provider,
+            model,
+            contains_pii,
+        },
+        ChatRequest { messages, params },
+    ))
+}
+
+fn gateway_error(error: GatewayError) -> ApiError {
+    match error {
+        GatewayError::Route(RouteError::Policy(message)) => ApiError {
+            status: StatusCode::FORBIDDEN,
+            message,
+            kind: "permission_error",
+            param: Some("contains_pii".into()),
+            code: Some("policy_violation"),
+        },
+        GatewayError::Route(RouteError::Invalid { param, message }) => {
+            ApiError::bad_request(message, Some(param))
+        }
+        GatewayError::Route(RouteError::Unavailable(message)) => ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message,
+            kind: "server_error",
+            param: None,
+            code: Some("no_backend"),
+        },
+        GatewayError::Refused(attempt) => match &attempt.error {
+            UpstreamError::Status {
+                status: 400 | 404 | 422,
+                ..
+            } => ApiError::bad_request(
+                format!(
+                    "{} refused the request for model `{}`: {}",
+                    attempt.provider.as_str(),
+                    attempt.model,
+                    attempt.error
+                ),
+                None,
+            ),
+            _ => ApiError {
+                status: StatusCode::BAD_GATEWAY,
+                message: format!(
+                    "{} failed for model `{}`: {}",
+                    attempt.provider.as_str(),
+                    attempt.model,
+                    attempt.error
+                ),
+                kind: "server_error",
+                param: None,
+                code: Some("upstream_error"),
+            },
+        },
+        GatewayError::Exhausted(attempts) => {
+            let unreachable_only = attempts.iter().all(|a| {
+                matches!(
+                    a.error,
+                    UpstreamError::Connect(_) | UpstreamError::Timeout(_)
+                )
+            });
+            ApiError {
+                status: if unreachable_only {
+                    StatusCode::SERVICE_UNAVAILABLE
+                } else {
+                    StatusCode::BAD_GATEWAY
+                },
+                message: GatewayError::Exhausted(attempts).to_string(),
+                kind: "server_error",
+                param: None,
+                code: Some("upstream_unavailable"),
+            }
+        }
+    }
+}
+
+fn completion_id() -> String {
+    let mut bytes = [0u8; 12];
+    let _ = getrandom::fill(&mut bytes);
+    format!(
+        "chatcmpl-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+/// `POST /v1/chat/completions`.
+pub async fn completions(
+    State(state): State<AppState>,
+    org: Org,
+    TenantHeader(tenant): TenantHeader,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Json<Value>, ApiError> {
+    let (selection, request) = parse(body)?;
+    let tenant = tenant.unwrap_or_else(|| DEFAULT_TENANT.to_owned());
+    let completed = state
+        .gateway
+        .chat(&selection, &request)
+        .await
+        .map_err(gateway_error)?;
+    let outcome = &completed.outcome;
+    let cost = completed
+        .model
+        .cost_micros(outcome.prompt_tokens, outcome.completion_tokens, false);
+    let record = atrium_store::UsageRecord {
+        org_id: org.org_id.clone(),
+        tenant_id: tenant.clone(),
+        kind: "chat".into(),
+        provider: completed.model.provider.as_str().into(),
+        model: completed.model.id.clone(),
+        prompt_tokens: i64::try_from(outcome.prompt_tokens).unwrap_or(i64::MAX),
+        completion_tokens: i64::try_from(outcome.completion_tokens).unwrap_or(i64::MAX),
+        cost_micros: cost,
+        batch: false,
+    };
+    state.store.record_usage(&record).await?;
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(Json(json!({
+        "id": completion_id(),
+        "object": "chat.completion",
+        "created": created,
+        "model": completed.model.id,
+        "choices": [{"index": 0, "message": outcome.message, "finish_reason": outcome.finish_reason, "logprobs": null}],
+        "usage": {
+            "prompt_tokens": outcome.prompt_tokens,
+            "completion_tokens": outcome.completion_tokens,
+            "total_tokens": outcome.prompt_tokens + outcome.completion_tokens,
+            "cost_usd": cost as f64 / 1_000_000.0,
+        },
+        "provider": completed.model.provider.as_str(),
+        "tenant": tenant,
+    })))
+}
