@@ -36,6 +36,7 @@ pub struct AppState {
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/chat/completions", post(chat::completions))
+        .route("/models", get(v1::models))
         .route("/tenants", post(v1::register_tenant))
         .route("/usage", get(v1::usage))
         .fallback(|uri: axum::http::Uri| async move {

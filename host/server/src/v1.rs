@@ -127,3 +127,39 @@ mod tests {
         );
     }
 }
+
+/// `GET /v1/models`: the catalog in OpenAI's list shape, with Atrium's extensions (`provider`,
+/// `jurisdiction`, `available`, prices in USD per million tokens, tiers).
+pub async fn models(State(state): State<AppState>, _org: Org) -> Json<Value> {
+    let gateway = &state.gateway;
+    let data: Vec<Value> = gateway
+        .catalog()
+        .models()
+        .iter()
+        .map(|m| {
+            let mut tiers = Vec::new();
+            if m.sovereign_rank.is_some() {
+                tiers.push("eu-sovereign");
+            }
+            if m.frontier_rank.is_some() {
+                tiers.push("frontier");
+            }
+            if m.jurisdiction() == atrium_inference::Jurisdiction::Eu {
+                tiers.push("cheapest");
+            }
+            json!({
+                "id": m.id,
+                "object": "model",
+                "created": 0,
+                "owned_by": m.provider.as_str(),
+                "provider": m.provider.as_str(),
+                "jurisdiction": m.jurisdiction(),
+                "available": gateway.available(m.provider),
+                "input_usd_per_million_tokens": m.input_micros_per_m as f64 / 1_000_000.0,
+                "output_usd_per_million_tokens": m.output_micros_per_m as f64 / 1_000_000.0,
+                "tiers": tiers,
+            })
+        })
+        .collect();
+    Json(json!({"object": "list", "data": data}))
+}

@@ -406,3 +406,31 @@ async fn bad_requests_and_missing_backends_are_named() {
     }
     assert_eq!(fakes.calls("ovh") + fakes.calls("mistral"), 0);
 }
+
+#[tokio::test]
+async fn models_lists_the_catalog_in_openai_shape() {
+    let (store, _dir) = stores().await.remove(0);
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let state = crate::state(&store, vec![]);
+    let (status, body) = call_on(&state, "GET", "/v1/models", Some(&key.secret), None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["object"], "list");
+    let llama = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "Meta-Llama-3_3-70B-Instruct")
+        .unwrap();
+    assert_eq!(
+        (
+            llama["object"].as_str(),
+            llama["owned_by"].as_str(),
+            llama["jurisdiction"].as_str()
+        ),
+        (Some("model"), Some("ovh"), Some("EU"))
+    );
+    assert_eq!(llama["available"], false);
+    assert_eq!(llama["tiers"], json!(["eu-sovereign", "cheapest"]));
+    let (status, _) = call_on(&state, "GET", "/v1/models", None, None, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
