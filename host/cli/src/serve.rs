@@ -2,8 +2,9 @@
 //!
 //! The store is `ATRIUM_DATABASE_URL` when set (PostgreSQL), else SQLite in the data directory.
 //! SIGINT and SIGTERM stop accepting connections and let requests in flight finish. Exit codes:
-//! 0 after a clean shutdown, 1 bad input (an address that does not parse), 2 the host could not
-//! start (the port is taken, the store cannot be opened).
+//! 0 after a clean shutdown, 1 bad input (an address that does not parse, an invalid
+//! configuration file), 2 the host could not start (the port is taken, the store cannot be
+//! opened).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -28,6 +29,9 @@ pub struct Args {
         env = "ATRIUM_DATA_DIR"
     )]
     data_dir: PathBuf,
+    /// A TOML file with provider settings and catalog additions (see docs/api.md).
+    #[arg(long, value_name = "FILE", env = "ATRIUM_CONFIG")]
+    config: Option<PathBuf>,
 }
 
 /// Runs `atrium serve`.
@@ -44,6 +48,13 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(addr) => addr,
         Err(e) => {
             eprintln!("error: --addr `{}` is not HOST:PORT: {e}", args.addr);
+            return ExitCode::from(1);
+        }
+    };
+    let config = match load_config(args.config.as_deref()) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("error: {message}");
             return ExitCode::from(1);
         }
     };
@@ -74,7 +85,7 @@ pub fn run(args: &Args) -> ExitCode {
         };
         let bound = listener.local_addr().map_or_else(|_| addr.to_string(), |a| a.to_string());
         tracing::info!(addr = %bound, store = store.backend(), "atrium is listening on http://{bound}");
-        let gateway = atrium_inference::Gateway::from_env(atrium_inference::Catalog::builtin(), |name| std::env::var(name).ok());
+        let gateway = atrium_inference::Gateway::from_config(&config, &|name| std::env::var(name).ok());
         let configured: Vec<&str> =
             atrium_inference::ProviderId::ALL.into_iter().filter(|p| gateway.available(*p)).map(|p| p.as_str()).collect();
         if configured.is_empty() {
@@ -93,4 +104,16 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     })
+}
+
+/// The inference configuration file, or the defaults when none is given.
+fn load_config(
+    path: Option<&std::path::Path>,
+) -> Result<atrium_inference::InferenceConfig, String> {
+    let Some(path) = path else {
+        return Ok(atrium_inference::InferenceConfig::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
+    atrium_inference::InferenceConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }

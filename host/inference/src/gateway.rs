@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::InferenceConfig;
 use crate::providers::{self, ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError};
 use crate::{Catalog, ModelInfo, ProviderId, RouteError, Selection, route};
 
@@ -66,10 +67,6 @@ pub struct Gateway {
     providers: BTreeMap<ProviderId, Arc<dyn Provider>>,
 }
 
-fn env_name(provider: ProviderId, what: &str) -> String {
-    format!("ATRIUM_{}_{what}", provider.as_str().to_ascii_uppercase())
-}
-
 impl Gateway {
     /// A gateway with the given providers.
     pub fn new(catalog: Catalog, providers: Vec<Arc<dyn Provider>>) -> Self {
@@ -81,11 +78,19 @@ impl Gateway {
 
     /// Providers from environment variables, read through `var` (for tests, a map).
     pub fn from_env(catalog: Catalog, var: impl Fn(&str) -> Option<String>) -> Self {
+        let mut gateway = Self::from_config(&InferenceConfig::default(), &var);
+        gateway.catalog = catalog;
+        gateway
+    }
+
+    /// Providers from a configuration file, with environment variables (read through `var`)
+    /// winning over it, and the file's catalog.
+    pub fn from_config(config: &InferenceConfig, var: &dyn Fn(&str) -> Option<String>) -> Self {
         let client = reqwest::Client::new();
         let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
         for id in ProviderId::ALL {
-            let key = var(&env_name(id, "API_KEY")).filter(|k| !k.trim().is_empty());
-            let base = var(&env_name(id, "BASE_URL")).filter(|b| !b.trim().is_empty());
+            let key = config.setting(id, "API_KEY", var);
+            let base = config.setting(id, "BASE_URL", var);
             let available = match id {
                 ProviderId::Ollama => base.is_some(),
                 _ => key.is_some(),
@@ -100,10 +105,11 @@ impl Gateway {
                 ProviderId::Ollama => providers::ollama::DEFAULT_BASE_URL,
                 ProviderId::Ovh => providers::ovh::DEFAULT_BASE_URL,
             };
+            let timeout = config.timeout(id).unwrap_or(DEFAULT_TIMEOUT);
             let config = ProviderConfig {
                 base_url: base.unwrap_or_else(|| default_base.to_owned()),
                 api_key: key,
-                timeout: DEFAULT_TIMEOUT,
+                timeout,
             };
             let provider: Arc<dyn Provider> = match id {
                 ProviderId::Openai => Arc::new(providers::OpenAi::new(client.clone(), config)),
@@ -116,7 +122,9 @@ impl Gateway {
             };
             providers.push(provider);
         }
-        Self::new(catalog, providers)
+        // The file was checked when it was parsed; a catalog error here cannot happen, and
+        // the built-in catalog is the safe answer if it did.
+        Self::new(config.catalog().unwrap_or_default(), providers)
     }
 
     /// The catalog.

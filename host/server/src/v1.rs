@@ -116,18 +116,6 @@ pub async fn usage(
     })))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn timestamps_are_rfc3339_utc_to_the_second() {
-        assert_eq!(super::millis_to_rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(
-            super::millis_to_rfc3339(951_782_400_400),
-            "2000-02-29T00:00:00Z"
-        );
-    }
-}
-
 /// `GET /v1/models`: the catalog in OpenAI's list shape, with Atrium's extensions (`provider`,
 /// `jurisdiction`, `available`, prices in USD per million tokens, tiers).
 pub async fn models(State(state): State<AppState>, _org: Org) -> Json<Value> {
@@ -162,4 +150,16 @@ pub async fn models(State(state): State<AppState>, _org: Org) -> Json<Value> {
         })
         .collect();
     Json(json!({"object": "list", "data": data}))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps_are_rfc3339_utc_to_the_second() {
+        assert_eq!(super::millis_to_rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            super::millis_to_rfc3339(951_782_400_400),
+            "2000-02-29T00:00:00Z"
+        );
+    }
 }

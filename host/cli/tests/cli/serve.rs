@@ -83,6 +83,25 @@ fn a_bad_address_exits_1_and_a_taken_port_exits_2() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).contains("is not HOST:PORT"));
 
+    let config = dir.path().join("atrium.toml");
+    std::fs::write(&config, "[providers.azure]\napi_key = \"x\"\n").unwrap();
+    let bad_config = atrium(
+        dir.path(),
+        &[
+            "serve",
+            "--config",
+            config.to_str().unwrap(),
+            "--data-dir",
+            data,
+        ],
+    );
+    assert_eq!(bad_config.status.code(), Some(1));
+    assert!(
+        stderr(&bad_config).contains("`azure` is not one of"),
+        "{}",
+        stderr(&bad_config)
+    );
+
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let busy = atrium(dir.path(), &["serve", "--addr", &addr, "--data-dir", data]);

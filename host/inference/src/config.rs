@@ -1,0 +1,265 @@
+//! The host's inference configuration file (TOML): provider settings and catalog additions.
+//!
+//! ```toml
+//! [providers.mistral]
+//! base_url = "https://api.mistral.ai/v1"   # optional
+//! api_key = "..."                           # optional; ATRIUM_MISTRAL_API_KEY wins
+//! timeout_seconds = 60                      # optional, default 120
+//!
+//! [[models]]
+//! id = "mistral-medium-latest"
+//! provider = "mistral"
+//! input_usd_per_million = 0.4
+//! output_usd_per_million = 2.0
+//! tier = "eu-sovereign"                     # optional: join a tier
+//! rank = 6                                  # its place in that tier (lower first)
+//! ```
+//!
+//! Environment variables (`ATRIUM_<PROVIDER>_BASE_URL`, `ATRIUM_<PROVIDER>_API_KEY`) override
+//! the file. A model with the id and provider of a built-in one replaces it (a price change).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::catalog::{Catalog, Jurisdiction, ModelInfo, ProviderId};
+use crate::router::Tier;
+
+/// The configuration file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InferenceConfig {
+    /// Settings per provider name.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderSettings>,
+    /// Models to add to (or replace in) the built-in catalog.
+    #[serde(default)]
+    pub models: Vec<ModelEntry>,
+}
+
+/// One provider's settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// The API base URL.
+    pub base_url: Option<String>,
+    /// The API key.
+    pub api_key: Option<String>,
+    /// How long a call may take, in seconds.
+    pub timeout_seconds: Option<u64>,
+}
+
+/// One catalog entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelEntry {
+    /// The model's name at the provider.
+    pub id: String,
+    /// The provider's name.
+    pub provider: String,
+    /// USD per million input tokens.
+    pub input_usd_per_million: f64,
+    /// USD per million output tokens.
+    pub output_usd_per_million: f64,
+    /// A tier to join: `eu-sovereign` or `frontier` (every EU model is in `cheapest`).
+    pub tier: Option<String>,
+    /// The model's place in that tier.
+    pub rank: Option<u32>,
+}
+
+impl InferenceConfig {
+    /// Parses the file; errors name the line and the field.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let config: InferenceConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        for name in config.providers.keys() {
+            ProviderId::parse(name).ok_or_else(|| format!("[providers.{name}]: `{name}` is not one of openai, anthropic, mistral, ollama, ovh"))?;
+        }
+        for (name, settings) in &config.providers {
+            if settings.timeout_seconds == Some(0) {
+                return Err(format!(
+                    "[providers.{name}] timeout_seconds must be at least 1"
+                ));
+            }
+        }
+        config.catalog()?;
+        Ok(config)
+    }
+
+    /// The built-in catalog with this file's models.
+    pub fn catalog(&self) -> Result<Catalog, String> {
+        let mut catalog = Catalog::builtin();
+        for (i, m) in self.models.iter().enumerate() {
+            let at = format!("models[{i}] (`{}`)", m.id);
+            if m.id.trim().is_empty() {
+                return Err(format!("models[{i}]: id must not be empty"));
+            }
+            let provider = ProviderId::parse(&m.provider).ok_or_else(|| {
+                format!(
+                    "{at}: provider `{}` is not one of openai, anthropic, mistral, ollama, ovh",
+                    m.provider
+                )
+            })?;
+            for (field, price) in [
+                ("input_usd_per_million", m.input_usd_per_million),
+                ("output_usd_per_million", m.output_usd_per_million),
+            ] {
+                if !(0.0..=10_000.0).contains(&price) {
+                    return Err(format!(
+                        "{at}: {field} must be between 0 and 10000, got {price}"
+                    ));
+                }
+            }
+            let mut info = ModelInfo {
+                id: m.id.clone(),
+                provider,
+                input_micros_per_m: (m.input_usd_per_million * 1_000_000.0).round() as i64,
+                output_micros_per_m: (m.output_usd_per_million * 1_000_000.0).round() as i64,
+                sovereign_rank: None,
+                frontier_rank: None,
+            };
+            match m.tier.as_deref().map(|t| (t, Tier::parse(t))) {
+                None => {}
+                Some((_, Some(Tier::EuSovereign))) => {
+                    if provider.jurisdiction() != Jurisdiction::Eu {
+                        return Err(format!(
+                            "{at}: a {} model cannot join eu-sovereign",
+                            provider.as_str()
+                        ));
+                    }
+                    info.sovereign_rank = Some(m.rank.unwrap_or(100));
+                }
+                Some((_, Some(Tier::Frontier))) => info.frontier_rank = Some(m.rank.unwrap_or(100)),
+                Some((_, Some(Tier::Cheapest))) => {
+                    return Err(format!(
+                        "{at}: every EU model is in `cheapest`; tier takes eu-sovereign or frontier"
+                    ));
+                }
+                Some((t, None)) => {
+                    return Err(format!(
+                        "{at}: tier `{t}` is not one of eu-sovereign, frontier"
+                    ));
+                }
+            }
+            catalog.upsert(info);
+        }
+        Ok(catalog)
+    }
+
+    /// A provider's setting, with the environment variable winning over the file.
+    pub(crate) fn setting(
+        &self,
+        provider: ProviderId,
+        what: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<String> {
+        let from_env = env(&format!(
+            "ATRIUM_{}_{what}",
+            provider.as_str().to_ascii_uppercase()
+        ))
+        .filter(|v| !v.trim().is_empty());
+        from_env.or_else(|| {
+            let settings = self.providers.get(provider.as_str())?;
+            match what {
+                "BASE_URL" => settings.base_url.clone(),
+                "API_KEY" => settings.api_key.clone(),
+                _ => None,
+            }
+        })
+    }
+
+    /// A provider's timeout.
+    pub(crate) fn timeout(&self, provider: ProviderId) -> Option<Duration> {
+        self.providers
+            .get(provider.as_str())?
+            .timeout_seconds
+            .map(Duration::from_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_and_providers_are_read_and_checked() {
+        let config = InferenceConfig::parse(
+            r#"
+            [providers.mistral]
+            api_key = "from-file"
+            timeout_seconds = 5
+
+            [[models]]
+            id = "mistral-medium-latest"
+            provider = "mistral"
+            input_usd_per_million = 0.4
+            output_usd_per_million = 2.0
+            tier = "eu-sovereign"
+            rank = 0
+
+            [[models]]
+            id = "gpt-4o-mini"
+            provider = "openai"
+            input_usd_per_million = 0.2
+            output_usd_per_million = 0.8
+            "#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let catalog = config.catalog().unwrap_or_else(|e| panic!("{e}"));
+        let medium = catalog
+            .find(ProviderId::Mistral, "mistral-medium-latest")
+            .cloned();
+        assert_eq!(medium.and_then(|m| m.sovereign_rank), Some(0));
+        assert_eq!(
+            catalog
+                .find(ProviderId::Openai, "gpt-4o-mini")
+                .map(|m| m.input_micros_per_m),
+            Some(200_000)
+        );
+        let env = |name: &str| (name == "ATRIUM_MISTRAL_API_KEY").then(|| "from-env".to_owned());
+        assert_eq!(
+            config
+                .setting(ProviderId::Mistral, "API_KEY", &env)
+                .as_deref(),
+            Some("from-env")
+        );
+        assert_eq!(
+            config
+                .setting(ProviderId::Mistral, "API_KEY", &|_| None)
+                .as_deref(),
+            Some("from-file")
+        );
+        assert_eq!(
+            config.timeout(ProviderId::Mistral),
+            Some(Duration::from_secs(5))
+        );
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let cases = [
+            (
+                "[providers.azure]\napi_key = \"x\"",
+                "`azure` is not one of",
+            ),
+            ("[providers.ovh]\napikey = \"x\"", "apikey"),
+            (
+                "[[models]]\nid = \"m\"\nprovider = \"openai\"\ninput_usd_per_million = 1\noutput_usd_per_million = 1\ntier = \"eu-sovereign\"",
+                "cannot join eu-sovereign",
+            ),
+            (
+                "[[models]]\nid = \"m\"\nprovider = \"ovh\"\ninput_usd_per_million = -1.0\noutput_usd_per_million = 1",
+                "input_usd_per_million must be between",
+            ),
+            (
+                "[[models]]\nid = \"m\"\nprovider = \"ovh\"",
+                "input_usd_per_million",
+            ),
+            ("models = 3", "invalid type"),
+        ];
+        for (text, expected) in cases {
+            let err = InferenceConfig::parse(text).unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}
