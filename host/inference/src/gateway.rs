@@ -39,6 +39,16 @@ pub struct Completed {
     pub failed: Vec<Attempt>,
 }
 
+/// A streamed chat call that has started.
+pub struct Streaming {
+    /// The events, as the backend sends them.
+    pub events: crate::providers::stream::EventStream,
+    /// The backend that answers.
+    pub model: ModelInfo,
+    /// The backends that failed before it.
+    pub failed: Vec<Attempt>,
+}
+
 /// Why a chat call produced no answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GatewayError {
@@ -160,6 +170,44 @@ impl Gateway {
                 }
                 Err(error) => {
                     tracing::warn!(provider = model.provider.as_str(), model = %model.id, %error, "backend failed");
+                    let attempt = Attempt {
+                        provider: model.provider,
+                        model: model.id.clone(),
+                        error,
+                    };
+                    if !attempt.error.should_fall_back() {
+                        return Err(GatewayError::Refused(attempt));
+                    }
+                    failed.push(attempt);
+                }
+            }
+        }
+        Err(GatewayError::Exhausted(failed))
+    }
+
+    /// Like [`Gateway::chat`], streamed: the fallback happens while opening the stream; once
+    /// events flow, a failure ends the stream.
+    pub async fn chat_stream(
+        &self,
+        selection: &Selection,
+        request: &ChatRequest,
+    ) -> Result<Streaming, GatewayError> {
+        let candidates = route(&self.catalog, selection, &|p| self.available(p))?;
+        let mut failed = Vec::new();
+        for model in candidates {
+            let Some(provider) = self.providers.get(&model.provider) else {
+                continue;
+            };
+            match provider.chat_stream(request, &model.id).await {
+                Ok(events) => {
+                    return Ok(Streaming {
+                        events,
+                        model,
+                        failed,
+                    });
+                }
+                Err(error) => {
+                    tracing::warn!(provider = model.provider.as_str(), model = %model.id, %error, "backend failed to stream");
                     let attempt = Attempt {
                         provider: model.provider,
                         model: model.id.clone(),

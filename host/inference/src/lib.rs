@@ -9,5 +9,5 @@ pub mod router;
 
 pub use catalog::{Catalog, Jurisdiction, ModelInfo, ProviderId};
 pub use config::InferenceConfig;
-pub use gateway::{Attempt, Completed, Gateway, GatewayError};
+pub use gateway::{Attempt, Completed, Gateway, GatewayError, Streaming};
 pub use router::{PII_MESSAGE, RouteError, Selection, Tier, route};

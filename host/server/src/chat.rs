@@ -8,6 +8,7 @@ use atrium_inference::{GatewayError, ProviderId, RouteError, Selection, Tier};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use crate::extract::{JsonBody, Org, TenantHeader};
@@ -23,7 +24,7 @@ fn field_error(param: &str, message: impl Into<String>) -> ApiError {
 }
 
 /// Checks the request and splits it into the routing selection and the provider request.
-fn parse(body: Value) -> Result<(Selection, ChatRequest), ApiError> {
+fn parse(body: Value) -> Result<Parsed, ApiError> {
     let Value::Object(mut body) = body else {
         return Err(ApiError::bad_request(
             "the body must be a JSON object",
@@ -99,16 +100,24 @@ fn parse(body: Value) -> Result<(Selection, ChatRequest), ApiError> {
             ));
         }
     };
-    if body
-        .remove("stream")
-        .and_then(|s| s.as_bool())
-        .unwrap_or(false)
-    {
-        return Err(field_error(
-            "stream",
-            "streaming responses are not served by this host yet; send stream: false",
-        ));
-    }
+    let stream = match body.remove("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => return Err(field_error("stream", "stream must be true or false")),
+    };
+    let include_usage = match body.remove("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(options) => match options.get("include_usage") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(field_error(
+                    "stream_options",
+                    "stream_options.include_usage must be true or false",
+                ));
+            }
+        },
+    };
     let mut params = Map::new();
     for field in PASSTHROUGH_FIELDS {
         if let Some(v) = body.remove(*field)
@@ -117,15 +126,25 @@ fn parse(body: Value) -> Result<(Selection, ChatRequest), ApiError> {
             params.insert((*field).to_owned(), v);
         }
     }
-    Ok((
-        Selection {
+    Ok(Parsed {
+        selection: Selection {
             tier,
             provider,
             model,
             contains_pii,
         },
-        ChatRequest { messages, params },
-    ))
+        request: ChatRequest { messages, params },
+        stream,
+        include_usage,
+    })
+}
+
+/// A checked request.
+struct Parsed {
+    selection: Selection,
+    request: ChatRequest,
+    stream: bool,
+    include_usage: bool,
 }
 
 fn gateway_error(error: GatewayError) -> ApiError {
@@ -210,9 +229,36 @@ pub async fn completions(
     org: Org,
     TenantHeader(tenant): TenantHeader,
     JsonBody(body): JsonBody<Value>,
-) -> Result<Json<Value>, ApiError> {
-    let (selection, request) = parse(body)?;
+) -> Result<Response, ApiError> {
+    let Parsed {
+        selection,
+        request,
+        stream,
+        include_usage,
+    } = parse(body)?;
     let tenant = tenant.unwrap_or_else(|| DEFAULT_TENANT.to_owned());
+    if stream {
+        let streaming = state
+            .gateway
+            .chat_stream(&selection, &request)
+            .await
+            .map_err(gateway_error)?;
+        let prompt_chars = request
+            .messages
+            .iter()
+            .map(|m| m.get("content").map_or(0, |c| c.to_string().len()))
+            .sum();
+        let sse = crate::stream::respond(
+            streaming,
+            state.store.clone(),
+            org.org_id,
+            tenant,
+            prompt_chars,
+            include_usage,
+            completion_id(),
+        );
+        return Ok(sse.into_response());
+    }
     let completed = state
         .gateway
         .chat(&selection, &request)
@@ -251,5 +297,6 @@ pub async fn completions(
         },
         "provider": completed.model.provider.as_str(),
         "tenant": tenant,
-    })))
+    }))
+    .into_response())
 }

@@ -8,6 +8,7 @@
 mod chat;
 mod error;
 mod extract;
+mod stream;
 mod v1;
 
 use std::future::Future;

@@ -197,6 +197,109 @@ impl Provider for Anthropic {
         }
         outcome(&send_json(http, self.config.timeout).await?)
     }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        model: &str,
+    ) -> Result<super::stream::EventStream, UpstreamError> {
+        let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
+        let mut body = request_body(request, model);
+        body["stream"] = json!(true);
+        let mut http = self
+            .client
+            .post(url)
+            .header("anthropic-version", API_VERSION)
+            .json(&body);
+        if let Some(key) = &self.config.api_key {
+            http = http.header("x-api-key", key);
+        }
+        let response = super::stream::open(http, self.config.timeout).await?;
+        Ok(super::stream::events(
+            super::stream::frames(response.bytes_stream(), false),
+            stream_events,
+        ))
+    }
+}
+
+/// The Messages API's stream events, as OpenAI deltas: text deltas become `content`, a
+/// `tool_use` block becomes a `tool_calls` entry whose `arguments` arrive as
+/// `input_json_delta` pieces; `message_start` and `message_delta` carry the token counts.
+pub(crate) fn stream_events(
+    frame: &str,
+) -> Option<Result<Vec<super::stream::StreamEvent>, UpstreamError>> {
+    use super::stream::StreamEvent;
+    let event: Value = match serde_json::from_str(frame) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(Err(UpstreamError::Protocol(format!(
+                "a stream event is not JSON: {e}"
+            ))));
+        }
+    };
+    let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+    let out = match event.get("type").and_then(Value::as_str) {
+        Some("message_start") => vec![
+            StreamEvent::Delta(json!({"role": "assistant", "content": ""})),
+            StreamEvent::Usage {
+                prompt_tokens: event
+                    .pointer("/message/usage/input_tokens")
+                    .and_then(Value::as_u64),
+                completion_tokens: None,
+            },
+        ],
+        Some("content_block_start")
+            if event.pointer("/content_block/type").and_then(Value::as_str) == Some("tool_use") =>
+        {
+            vec![StreamEvent::Delta(json!({"tool_calls": [{
+                "index": index,
+                "id": event.pointer("/content_block/id").cloned().unwrap_or(Value::Null),
+                "type": "function",
+                "function": {"name": event.pointer("/content_block/name").cloned().unwrap_or(Value::Null), "arguments": ""},
+            }]}))]
+        }
+        Some("content_block_delta") => match event.pointer("/delta/type").and_then(Value::as_str) {
+            Some("text_delta") => vec![StreamEvent::Delta(
+                json!({"content": event.pointer("/delta/text").cloned().unwrap_or(json!(""))}),
+            )],
+            Some("input_json_delta") => vec![StreamEvent::Delta(json!({"tool_calls": [{
+                "index": index,
+                "function": {"arguments": event.pointer("/delta/partial_json").cloned().unwrap_or(json!(""))},
+            }]}))],
+            _ => Vec::new(),
+        },
+        Some("message_delta") => {
+            let mut out = Vec::new();
+            if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                let reason = match reason {
+                    "max_tokens" => "length",
+                    "tool_use" => "tool_calls",
+                    "refusal" => "content_filter",
+                    _ => "stop",
+                };
+                out.push(StreamEvent::Finish(reason.to_owned()));
+            }
+            out.push(StreamEvent::Usage {
+                prompt_tokens: None,
+                completion_tokens: event
+                    .pointer("/usage/output_tokens")
+                    .and_then(Value::as_u64),
+            });
+            out
+        }
+        Some("message_stop") => return None,
+        Some("error") => {
+            let message = event
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("error event");
+            return Some(Err(UpstreamError::Protocol(format!(
+                "the stream reported an error: {message}"
+            ))));
+        }
+        _ => Vec::new(),
+    };
+    Some(Ok(out))
 }
 
 #[cfg(test)]

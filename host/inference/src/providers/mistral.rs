@@ -31,19 +31,38 @@ impl Provider for Mistral {
     }
 
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {
-        let mut body = openai_compat::body(request, model);
-        if body.get("tool_choice").and_then(|v| v.as_str()) == Some("required") {
-            body.insert("tool_choice".into(), json!("any"));
-        }
-        if let Some(seed) = body.remove("seed") {
-            body.insert("random_seed".into(), seed);
-        }
-        if let Some(max) = body.remove("max_completion_tokens") {
-            body.entry("max_tokens").or_insert(max);
-        }
-        for unsupported in ["logprobs", "top_logprobs", "user"] {
-            body.remove(unsupported);
-        }
-        openai_compat::complete(&self.client, &self.config, body).await
+        openai_compat::complete(&self.client, &self.config, mistral_body(request, model)).await
     }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        model: &str,
+    ) -> Result<super::stream::EventStream, UpstreamError> {
+        // Mistral reports usage in its last chunk without being asked.
+        openai_compat::stream(
+            &self.client,
+            &self.config,
+            mistral_body(request, model),
+            false,
+        )
+        .await
+    }
+}
+
+fn mistral_body(request: &ChatRequest, model: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut body = openai_compat::body(request, model);
+    if body.get("tool_choice").and_then(|v| v.as_str()) == Some("required") {
+        body.insert("tool_choice".into(), json!("any"));
+    }
+    if let Some(seed) = body.remove("seed") {
+        body.insert("random_seed".into(), seed);
+    }
+    if let Some(max) = body.remove("max_completion_tokens") {
+        body.entry("max_tokens").or_insert(max);
+    }
+    for unsupported in ["logprobs", "top_logprobs", "user"] {
+        body.remove(unsupported);
+    }
+    body
 }

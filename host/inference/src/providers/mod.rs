@@ -11,6 +11,7 @@ pub mod ollama;
 pub mod openai;
 mod openai_compat;
 pub mod ovh;
+pub mod stream;
 
 use std::time::Duration;
 
@@ -126,6 +127,14 @@ pub trait Provider: Send + Sync {
 
     /// Runs one chat completion with `model`.
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError>;
+
+    /// Runs one chat completion with `model`, streamed. An error before the first event is
+    /// returned here (so the gateway can fall back); one during the stream ends the stream.
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        model: &str,
+    ) -> Result<stream::EventStream, UpstreamError>;
 }
 
 /// Sends a JSON request and reads a JSON answer, mapping transport failures.

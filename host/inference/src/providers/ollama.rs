@@ -136,6 +136,69 @@ impl Provider for Ollama {
         }
         outcome(&send_json(http, self.config.timeout).await?)
     }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        model: &str,
+    ) -> Result<super::stream::EventStream, UpstreamError> {
+        use super::stream::StreamEvent;
+        let url = format!("{}/api/chat", self.config.base_url.trim_end_matches('/'));
+        let mut body = request_body(request, model);
+        body["stream"] = json!(true);
+        let mut http = self.client.post(url).json(&body);
+        if let Some(key) = &self.config.api_key {
+            http = http.bearer_auth(key);
+        }
+        let response = super::stream::open(http, self.config.timeout).await?;
+        // Each line is a partial answer; the last one has `done: true` and the counts.
+        Ok(super::stream::events(
+            super::stream::frames(response.bytes_stream(), true),
+            |line| {
+                let part: Value = match serde_json::from_str(line) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return Some(Err(UpstreamError::Protocol(format!(
+                            "a stream line is not JSON: {e}"
+                        ))));
+                    }
+                };
+                let mut events = Vec::new();
+                let text = part
+                    .pointer("/message/content")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if !text.is_empty() {
+                    events.push(StreamEvent::Delta(json!({"content": text})));
+                }
+                if part.get("done").and_then(Value::as_bool) == Some(true) {
+                    let whole = outcome(&part).ok();
+                    if let Some(calls) = whole.as_ref().and_then(|o| o.message.get("tool_calls")) {
+                        let indexed: Vec<Value> = calls
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .enumerate()
+                            .map(|(i, c)| {
+                                let mut c = c.clone();
+                                c["index"] = json!(i);
+                                c
+                            })
+                            .collect();
+                        events.push(StreamEvent::Delta(json!({"tool_calls": indexed})));
+                    }
+                    events.push(StreamEvent::Finish(
+                        whole.map_or_else(|| "stop".to_owned(), |o| o.finish_reason),
+                    ));
+                    events.push(StreamEvent::Usage {
+                        prompt_tokens: part.get("prompt_eval_count").and_then(Value::as_u64),
+                        completion_tokens: part.get("eval_count").and_then(Value::as_u64),
+                    });
+                }
+                Some(Ok(events))
+            },
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -35,4 +35,18 @@ impl Provider for OpenAi {
         )
         .await
     }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        model: &str,
+    ) -> Result<super::stream::EventStream, UpstreamError> {
+        openai_compat::stream(
+            &self.client,
+            &self.config,
+            openai_compat::body(request, model),
+            true,
+        )
+        .await
+    }
 }

@@ -53,3 +53,55 @@ pub(crate) fn outcome(answer: &Value) -> Result<ChatOutcome, UpstreamError> {
         completion_tokens: count(usage, "completion_tokens"),
     })
 }
+
+/// Streams `body` (which gets `stream: true`) as events.
+pub(crate) async fn stream(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    mut body: Map<String, Value>,
+    ask_usage: bool,
+) -> Result<super::stream::EventStream, UpstreamError> {
+    use super::stream::{StreamEvent, events, frames, open};
+    body.insert("stream".into(), json!(true));
+    if ask_usage {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+    let mut request = client.post(url).json(&Value::Object(body));
+    if let Some(key) = &config.api_key {
+        request = request.bearer_auth(key);
+    }
+    let response = open(request, config.timeout).await?;
+    Ok(events(frames(response.bytes_stream(), false), |frame| {
+        if frame.trim() == "[DONE]" {
+            return None;
+        }
+        let chunk: Value = match serde_json::from_str(frame) {
+            Ok(v) => v,
+            Err(e) => {
+                return Some(Err(UpstreamError::Protocol(format!(
+                    "a stream chunk is not JSON: {e}"
+                ))));
+            }
+        };
+        let mut out = Vec::new();
+        if let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) {
+            if let Some(delta) = choice
+                .get("delta")
+                .filter(|d| d.as_object().is_some_and(|o| !o.is_empty()))
+            {
+                out.push(StreamEvent::Delta(delta.clone()));
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                out.push(StreamEvent::Finish(reason.to_owned()));
+            }
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
+            out.push(StreamEvent::Usage {
+                prompt_tokens: usage.get("prompt_tokens").and_then(Value::as_u64),
+                completion_tokens: usage.get("completion_tokens").and_then(Value::as_u64),
+            });
+        }
+        Some(Ok(out))
+    }))
+}

@@ -30,10 +30,22 @@ impl Provider for Ovh {
     }
 
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {
-        let mut body = openai_compat::body(request, model);
-        if let Some(max) = body.remove("max_completion_tokens") {
-            body.entry("max_tokens").or_insert(max);
-        }
-        openai_compat::complete(&self.client, &self.config, body).await
+        openai_compat::complete(&self.client, &self.config, ovh_body(request, model)).await
     }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        model: &str,
+    ) -> Result<super::stream::EventStream, UpstreamError> {
+        openai_compat::stream(&self.client, &self.config, ovh_body(request, model), true).await
+    }
+}
+
+fn ovh_body(request: &ChatRequest, model: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut body = openai_compat::body(request, model);
+    if let Some(max) = body.remove("max_completion_tokens") {
+        body.entry("max_tokens").or_insert(max);
+    }
+    body
 }

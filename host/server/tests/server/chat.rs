@@ -10,16 +10,41 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::{assert_error, call_on, stores, unique};
 
-/// One fake provider: counts calls, keeps the last body, fails on demand.
+/// One fake provider: counts calls, keeps the last body, fails on demand, and streams slowly
+/// on demand (a pause after the first piece, to let a client leave mid-stream).
 #[derive(Default)]
 struct Upstream {
     calls: AtomicUsize,
     fail_with: Mutex<Option<u16>>,
     last: Mutex<Option<(HeaderMap, Value)>>,
+    slow: std::sync::atomic::AtomicBool,
+}
+
+/// A streamed body: `pieces`, with a long pause after the first when `slow`.
+fn streamed(pieces: Vec<String>, slow: bool, content_type: &'static str) -> Response {
+    let stream =
+        futures::stream::iter(pieces.into_iter().enumerate()).then(move |(i, piece)| async move {
+            if slow && i == 1 {
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            }
+            Ok::<_, std::convert::Infallible>(piece)
+        });
+    (
+        [("content-type", content_type)],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+fn sse(events: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    out.push("data: [DONE]\n\n".into());
+    out
 }
 
 #[derive(Clone, Default)]
@@ -74,6 +99,23 @@ async fn openai_like(
         return failure;
     }
     let model = body["model"].as_str().unwrap_or_default();
+    if body["stream"] == true {
+        let chunk = |delta: Value, finish: Value| json!({"id": "up", "object": "chat.completion.chunk", "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        let mut events = vec![
+            chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+            chunk(json!({"content": provider}), Value::Null),
+            chunk(json!({"content": " says hi"}), Value::Null),
+            chunk(json!({}), json!("stop")),
+        ];
+        if body["stream_options"]["include_usage"] == true || provider == "mistral" {
+            events.push(json!({"id": "up", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}));
+        }
+        return streamed(
+            sse(&events),
+            fakes.0[provider].slow.load(Ordering::SeqCst),
+            "text/event-stream",
+        );
+    }
     Json(json!({
         "id": "up-1", "object": "chat.completion", "created": 1, "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("{provider} says hi")}, "finish_reason": "stop"}],
@@ -89,6 +131,41 @@ async fn anthropic(
 ) -> Response {
     if let Some(failure) = record(&fakes, "anthropic", headers, &body) {
         return failure;
+    }
+    if body["stream"] == true {
+        let events = [
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": [], "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            ("ping", json!({"type": "ping"})),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "anthropic"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " says hi"}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            (
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 8}}),
+            ),
+            ("message_stop", json!({"type": "message_stop"})),
+        ];
+        let pieces = events
+            .iter()
+            .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+            .collect();
+        return streamed(pieces, false, "text/event-stream");
     }
     Json(json!({
         "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
@@ -106,6 +183,23 @@ async fn ollama(
 ) -> Response {
     if let Some(failure) = record(&fakes, "ollama", headers, &body) {
         return failure;
+    }
+    if body["stream"] == true {
+        let lines = vec![
+            format!(
+                "{}\n",
+                json!({"model": body["model"], "message": {"role": "assistant", "content": "ollama"}, "done": false})
+            ),
+            format!(
+                "{}\n",
+                json!({"model": body["model"], "message": {"role": "assistant", "content": " says hi"}, "done": false})
+            ),
+            format!(
+                "{}\n",
+                json!({"model": body["model"], "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop", "prompt_eval_count": 6, "eval_count": 3})
+            ),
+        ];
+        return streamed(lines, false, "application/x-ndjson");
     }
     Json(json!({
         "model": body["model"], "created_at": "2026-01-01T00:00:00Z",
@@ -433,4 +527,172 @@ async fn models_lists_the_catalog_in_openai_shape() {
     assert_eq!(llama["tiers"], json!(["eu-sovereign", "cheapest"]));
     let (status, _) = call_on(&state, "GET", "/v1/models", None, None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+/// Sends a streaming chat request and returns the `data:` payloads, in order.
+async fn stream_chat(
+    state: &atrium_server::AppState,
+    key: &str,
+    body: &str,
+) -> (StatusCode, Vec<String>) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let request = axum::http::Request::post("/v1/chat/completions")
+        .header("authorization", format!("Bearer {key}"))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_owned()))
+        .unwrap();
+    let response = atrium_server::router(state.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let data = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(str::to_owned)
+        .collect();
+    (status, data)
+}
+
+async fn wait_for_calls(store: &atrium_store::Store, org: &str, calls: i64) -> atrium_store::Usage {
+    for _ in 0..200 {
+        let usage = store.usage(org).await.unwrap();
+        if usage.totals.calls >= calls {
+            return usage;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the streamed call was not metered");
+}
+
+#[tokio::test]
+async fn every_provider_streams_openai_chunks_ending_with_done_and_is_metered() {
+    let (store, _dir) = stores().await.remove(0);
+    let fakes = Fakes::new();
+    let state = atrium_server::AppState {
+        store: store.clone(),
+        gateway: Arc::new(gateway(&fakes).await),
+    };
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let cases = [
+        (r#"{"provider": "ovh"}"#, "ovh", 10, 5),
+        (r#"{"provider": "mistral"}"#, "mistral", 10, 5),
+        (r#"{"provider": "openai"}"#, "openai", 10, 5),
+        (r#"{"provider": "anthropic"}"#, "anthropic", 20, 8),
+        (r#"{"provider": "ollama"}"#, "ollama", 6, 3),
+    ];
+    for (i, (selection, provider, prompt, completion)) in cases.into_iter().enumerate() {
+        let mut body: Value = serde_json::from_str(selection).unwrap();
+        body["messages"] = json!([{"role": "user", "content": "hello"}]);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let (status, data) = stream_chat(&state, &key.secret, &body.to_string()).await;
+        assert_eq!(status, StatusCode::OK, "{provider}: {data:?}");
+        assert_eq!(
+            data.last().map(String::as_str),
+            Some("[DONE]"),
+            "{provider}"
+        );
+        let chunks: Vec<Value> = data[..data.len() - 1]
+            .iter()
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        assert!(
+            chunks
+                .iter()
+                .all(|c| c["object"] == "chat.completion.chunk" && c["provider"] == provider),
+            "{provider}: {chunks:?}"
+        );
+        let text: String = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+            .collect();
+        assert_eq!(text, format!("{provider} says hi"));
+        assert!(
+            chunks
+                .iter()
+                .any(|c| c["choices"][0]["finish_reason"] == "stop"),
+            "{provider}: {chunks:?}"
+        );
+        let usage = &chunks.last().unwrap()["usage"];
+        assert_eq!(
+            (
+                usage["prompt_tokens"].as_u64(),
+                usage["completion_tokens"].as_u64()
+            ),
+            (Some(prompt), Some(completion)),
+            "{provider}"
+        );
+        let metered = wait_for_calls(&store, &key.org_id, i as i64 + 1).await;
+        assert_eq!(metered.totals.calls, i as i64 + 1);
+    }
+    // Without include_usage there is no usage chunk, and the call is metered all the same.
+    let (_, data) = stream_chat(
+        &state,
+        &key.secret,
+        r#"{"stream": true, "messages": [{"role": "user", "content": "x"}]}"#,
+    )
+    .await;
+    assert!(data.iter().all(|d| !d.contains("\"usage\"")), "{data:?}");
+    wait_for_calls(&store, &key.org_id, 6).await;
+}
+
+#[tokio::test]
+async fn a_client_leaving_mid_stream_is_still_metered() {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let (store, _dir) = stores().await.remove(0);
+    let fakes = Fakes::new();
+    fakes.0["ovh"].slow.store(true, Ordering::SeqCst);
+    let state = atrium_server::AppState {
+        store: store.clone(),
+        gateway: Arc::new(gateway(&fakes).await),
+    };
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let request = axum::http::Request::post("/v1/chat/completions")
+        .header("authorization", format!("Bearer {}", key.secret))
+        .header("content-type", "application/json")
+        .header("x-service-tenant", "leaver")
+        .body(axum::body::Body::from(r#"{"stream": true, "provider": "ovh", "messages": [{"role": "user", "content": "hello there"}]}"#))
+        .unwrap();
+    let response = atrium_server::router(state.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(first.data_ref().unwrap()).contains("chat.completion.chunk"));
+    drop(body);
+    let usage = wait_for_calls(&store, &key.org_id, 1).await;
+    let leaver = &usage.per_tenant[0];
+    assert_eq!(leaver.tenant_id, "leaver");
+    // The provider never reported counts: estimated from the characters exchanged.
+    assert!(leaver.prompt_tokens > 0, "{leaver:?}");
+}
+
+#[tokio::test]
+async fn streams_fall_back_before_they_start_and_respect_the_policy() {
+    let (store, _dir) = stores().await.remove(0);
+    let fakes = Fakes::new();
+    fakes.fail("ovh", 502);
+    let state = atrium_server::AppState {
+        store: store.clone(),
+        gateway: Arc::new(gateway(&fakes).await),
+    };
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let (status, data) = stream_chat(
+        &state,
+        &key.secret,
+        r#"{"stream": true, "messages": [{"role": "user", "content": "x"}]}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(data[0].contains(r#""provider":"mistral""#), "{data:?}");
+    let (status, _) =
+        stream_chat(&state, &key.secret, r#"{"stream": true, "tier": "frontier", "contains_pii": true, "messages": [{"role": "user", "content": "x"}]}"#).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(fakes.calls("anthropic"), 0);
 }
