@@ -90,6 +90,11 @@ fn parse(body: Value) -> Result<Parsed, ApiError> {
         Some(Value::String(m)) if !m.trim().is_empty() => Some(m),
         Some(_) => return Err(field_error("model", "model must be a non-empty string")),
     };
+    // OpenAI clients must send a model: a tier's name in `model` means that tier.
+    let (tier, model) = match (tier, model) {
+        (None, Some(name)) if Tier::parse(&name).is_some() => (Tier::parse(&name), None),
+        other => other,
+    };
     let contains_pii = match body.remove("contains_pii") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => b,

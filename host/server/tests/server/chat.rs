@@ -48,10 +48,10 @@ fn sse(events: &[Value]) -> Vec<String> {
 }
 
 #[derive(Clone, Default)]
-struct Fakes(Arc<HashMap<&'static str, Upstream>>);
+pub(crate) struct Fakes(Arc<HashMap<&'static str, Upstream>>);
 
 impl Fakes {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Fakes(Arc::new(
             ["openai", "anthropic", "mistral", "ollama", "ovh"]
                 .into_iter()
@@ -210,7 +210,7 @@ async fn ollama(
 }
 
 /// Starts the fakes and returns a gateway whose five providers point at them.
-async fn gateway(fakes: &Fakes) -> Gateway {
+pub(crate) async fn gateway(fakes: &Fakes) -> Gateway {
     let app = axum::Router::new()
         .route(
             "/{provider}/v1/chat/completions",

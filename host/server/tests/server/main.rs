@@ -2,6 +2,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod chat;
+mod openai_client;
 mod v1;
 
 use std::sync::Arc;

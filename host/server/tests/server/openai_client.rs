@@ -1,0 +1,139 @@
+//! The official `openai` Python package as a real client of the host: chat, streaming and
+//! models. The package is installed from PyPI into the build cache on first use.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::chat::{Fakes, gateway};
+use crate::{stores, unique};
+
+/// A directory holding the `openai` package, installed there when missing.
+fn python_path() -> PathBuf {
+    let base = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    );
+    let dir = base.join("python-openai");
+    let marker = dir.join("openai").join("__init__.py");
+    if !marker.exists() {
+        let status = Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--target",
+            ])
+            .arg(&dir)
+            .arg("openai>=1.50,<4")
+            .status()
+            .expect("python3 runs (the end-to-end test needs CPython 3 with pip)");
+        assert!(
+            status.success(),
+            "installing the openai package from PyPI failed"
+        );
+    }
+    dir
+}
+
+const SCRIPT: &str = r#"
+import json, sys
+from openai import OpenAI
+
+client = OpenAI(base_url=sys.argv[1], api_key=sys.argv[2])
+out = {}
+chat = client.chat.completions.create(
+    model="mistral-small-latest",
+    messages=[{"role": "user", "content": "hello"}],
+    extra_headers={"X-Service-Tenant": "py-tenant"},
+)
+out["chat"] = {"content": chat.choices[0].message.content, "model": chat.model,
+               "total_tokens": chat.usage.total_tokens, "provider": chat.model_extra.get("provider")}
+stream = client.chat.completions.create(
+    model="eu-sovereign", messages=[{"role": "user", "content": "hello"}], stream=True,
+    stream_options={"include_usage": True},
+)
+pieces, usage = [], None
+for chunk in stream:
+    if chunk.choices and chunk.choices[0].delta.content:
+        pieces.append(chunk.choices[0].delta.content)
+    if chunk.usage:
+        usage = chunk.usage.total_tokens
+out["stream"] = {"text": "".join(pieces), "total_tokens": usage}
+out["models"] = [m.id for m in client.models.list()]
+try:
+    client.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "x"}],
+                                   extra_body={"contains_pii": True})
+    out["policy"] = "allowed"
+except Exception as e:
+    out["policy"] = {"status": getattr(e, "status_code", None), "code": getattr(e, "code", None)}
+print(json.dumps(out))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_openai_python_client_works_unchanged() {
+    let path = python_path();
+    let (store, _dir) = stores().await.remove(0);
+    let fakes = Fakes::new();
+    let state = atrium_server::AppState {
+        store: store.clone(),
+        gateway: Arc::new(gateway(&fakes).await),
+    };
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(atrium_server::serve(
+        listener,
+        state,
+        std::future::pending(),
+    ));
+
+    let base = format!("http://{addr}/v1");
+    let secret = key.secret.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("python3")
+            .arg("-c")
+            .arg(SCRIPT)
+            .arg(&base)
+            .arg(&secret)
+            .env("PYTHONPATH", &path)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        stdout,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let out: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(out["chat"]["content"], "mistral says hi");
+    assert_eq!(out["chat"]["model"], "mistral-small-latest");
+    assert_eq!(out["chat"]["total_tokens"], 15);
+    assert_eq!(out["chat"]["provider"], "mistral");
+    assert_eq!(out["stream"]["text"], "ovh says hi");
+    assert_eq!(out["stream"]["total_tokens"], 15);
+    assert!(
+        out["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == "claude-sonnet-4-5")
+    );
+    assert_eq!(out["policy"]["status"], 403);
+    assert_eq!(out["policy"]["code"], "policy_violation");
+    let usage = store
+        .tenant_usage(&key.org_id, "py-tenant")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(usage.calls, 1);
+}
