@@ -93,7 +93,7 @@ pub fn run(args: &Args) -> ExitCode {
         } else {
             tracing::info!(providers = %configured.join(", "), "inference providers");
         }
-        let state = atrium_server::AppState { store: store.clone(), gateway: std::sync::Arc::new(gateway) };
+        let state = atrium_server::AppState::new(store.clone(), gateway);
         let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;
         store.close().await;
         match served {

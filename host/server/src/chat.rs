@@ -24,7 +24,7 @@ fn field_error(param: &str, message: impl Into<String>) -> ApiError {
 }
 
 /// Checks the request and splits it into the routing selection and the provider request.
-fn parse(body: Value) -> Result<Parsed, ApiError> {
+pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
     let Value::Object(mut body) = body else {
         return Err(ApiError::bad_request(
             "the body must be a JSON object",
@@ -145,14 +145,14 @@ fn parse(body: Value) -> Result<Parsed, ApiError> {
 }
 
 /// A checked request.
-struct Parsed {
-    selection: Selection,
-    request: ChatRequest,
-    stream: bool,
-    include_usage: bool,
+pub(crate) struct Parsed {
+    pub selection: Selection,
+    pub request: ChatRequest,
+    pub stream: bool,
+    pub include_usage: bool,
 }
 
-fn gateway_error(error: GatewayError) -> ApiError {
+pub(crate) fn gateway_error(error: GatewayError) -> ApiError {
     match error {
         GatewayError::Route(RouteError::Policy(message)) => ApiError {
             status: StatusCode::FORBIDDEN,
@@ -285,10 +285,20 @@ pub async fn completions(
         batch: false,
     };
     state.store.record_usage(&record).await?;
+    Ok(Json(completion_body(&completed, cost, &tenant)).into_response())
+}
+
+/// The `chat.completion` body of a completed call, with Atrium's extensions.
+pub(crate) fn completion_body(
+    completed: &atrium_inference::Completed,
+    cost_micros: i64,
+    tenant: &str,
+) -> Value {
+    let outcome = &completed.outcome;
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    Ok(Json(json!({
+    json!({
         "id": completion_id(),
         "object": "chat.completion",
         "created": created,
@@ -298,10 +308,9 @@ pub async fn completions(
             "prompt_tokens": outcome.prompt_tokens,
             "completion_tokens": outcome.completion_tokens,
             "total_tokens": outcome.prompt_tokens + outcome.completion_tokens,
-            "cost_usd": cost as f64 / 1_000_000.0,
+            "cost_usd": cost_micros as f64 / 1_000_000.0,
         },
         "provider": completed.model.provider.as_str(),
         "tenant": tenant,
-    }))
-    .into_response())
+    })
 }

@@ -5,6 +5,7 @@
 //! Every /v1 error is [`ApiError`]: OpenAI's body `{"error": {"message", "type", "param",
 //! "code"}}` with a fitting status.
 
+pub mod batches;
 mod chat;
 mod error;
 mod extract;
@@ -31,6 +32,19 @@ pub struct AppState {
     pub store: atrium_store::Store,
     /// The inference providers and the catalog.
     pub gateway: std::sync::Arc<atrium_inference::Gateway>,
+    /// The batch runner's settings and wake-up signal.
+    pub batches: std::sync::Arc<batches::BatchRunner>,
+}
+
+impl AppState {
+    /// A state with the default batch runner settings.
+    pub fn new(store: atrium_store::Store, gateway: atrium_inference::Gateway) -> Self {
+        AppState {
+            store,
+            gateway: std::sync::Arc::new(gateway),
+            batches: std::sync::Arc::default(),
+        }
+    }
 }
 
 /// The host's routes.
@@ -38,6 +52,8 @@ pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/chat/completions", post(chat::completions))
         .route("/models", get(v1::models))
+        .route("/batches", post(batches::create))
+        .route("/batches/{id}", get(batches::get))
         .route("/tenants", post(v1::register_tenant))
         .route("/usage", get(v1::usage))
         .fallback(|uri: axum::http::Uri| async move {

@@ -8,6 +8,7 @@
 //! Keys are stored as SHA-256 digests of the secret, never in clear: a key is 32 random bytes,
 //! so a fast hash cannot be searched backwards, and lookups stay one indexed read.
 
+mod batches;
 mod keys;
 mod tenants;
 mod usage;
@@ -21,6 +22,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
 pub use tenants::{Tenant, check_tenant_id};

@@ -59,7 +59,7 @@ impl Fakes {
                 .collect(),
         ))
     }
-    fn calls(&self, provider: &str) -> usize {
+    pub(crate) fn calls(&self, provider: &str) -> usize {
         self.0[provider].calls.load(Ordering::SeqCst)
     }
     fn fail(&self, provider: &str, status: u16) {
@@ -268,10 +268,7 @@ async fn chat(
 async fn the_default_tier_answers_from_an_eu_open_model_and_is_metered() {
     for (store, _dir) in stores().await {
         let fakes = Fakes::new();
-        let state = atrium_server::AppState {
-            store: store.clone(),
-            gateway: Arc::new(gateway(&fakes).await),
-        };
+        let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
         let key = store.create_key(&unique("acme"), "k").await.unwrap();
         let (status, body) = chat(&state, &key.secret, None, HELLO).await;
         assert_eq!(status, StatusCode::OK, "{body}");
@@ -303,10 +300,7 @@ async fn the_default_tier_answers_from_an_eu_open_model_and_is_metered() {
 async fn server_errors_fall_back_within_the_eu_and_client_errors_do_not() {
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
 
     fakes.fail("ovh", 503);
@@ -337,10 +331,7 @@ async fn server_errors_fall_back_within_the_eu_and_client_errors_do_not() {
     );
 
     let fakes = Fakes::new();
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     fakes.fail("ovh", 400);
     let (status, body) = chat(&state, &key.secret, None, HELLO).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
@@ -351,10 +342,7 @@ async fn server_errors_fall_back_within_the_eu_and_client_errors_do_not() {
 async fn personal_data_never_reaches_a_us_model() {
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     for body in [
         r#"{"tier": "frontier", "contains_pii": true, "messages": [{"role": "user", "content": "my IBAN is ..."}]}"#,
@@ -393,10 +381,7 @@ async fn personal_data_never_reaches_a_us_model() {
 async fn frontier_goes_to_anthropic_over_the_messages_api_and_names_route_by_prefix() {
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let body = r#"{"tier": "frontier", "max_tokens": 64, "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]}"#;
     let (status, response) = chat(&state, &key.secret, None, body).await;
@@ -465,10 +450,7 @@ async fn bad_requests_and_missing_backends_are_named() {
     assert_error(&body, "no_backend");
 
     let fakes = Fakes::new();
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     for (body, param) in [
         (r#"{"messages": []}"#, "messages"),
         (r#"{"model": "x"}"#, "messages"),
@@ -572,10 +554,7 @@ async fn wait_for_calls(store: &atrium_store::Store, org: &str, calls: i64) -> a
 async fn every_provider_streams_openai_chunks_ending_with_done_and_is_metered() {
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let cases = [
         (r#"{"provider": "ovh"}"#, "ovh", 10, 5),
@@ -647,10 +626,7 @@ async fn a_client_leaving_mid_stream_is_still_metered() {
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
     fakes.0["ovh"].slow.store(true, Ordering::SeqCst);
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let request = axum::http::Request::post("/v1/chat/completions")
         .header("authorization", format!("Bearer {}", key.secret))
@@ -678,10 +654,7 @@ async fn streams_fall_back_before_they_start_and_respect_the_policy() {
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
     fakes.fail("ovh", 502);
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let (status, data) = stream_chat(
         &state,

@@ -1,6 +1,7 @@
 //! The /v1 router without a socket, on SQLite and (when configured) PostgreSQL.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod batches;
 mod chat;
 mod openai_client;
 mod v1;
@@ -38,10 +39,7 @@ pub(crate) fn unique(name: &str) -> String {
 
 /// A state with the given providers (none: every provider unavailable).
 pub(crate) fn state(store: &Store, providers: Vec<Arc<dyn Provider>>) -> AppState {
-    AppState {
-        store: store.clone(),
-        gateway: Arc::new(Gateway::new(Catalog::builtin(), providers)),
-    }
+    AppState::new(store.clone(), Gateway::new(Catalog::builtin(), providers))
 }
 
 pub(crate) async fn call(

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -79,10 +78,7 @@ async fn the_official_openai_python_client_works_unchanged() {
     let path = python_path();
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
-    let state = atrium_server::AppState {
-        store: store.clone(),
-        gateway: Arc::new(gateway(&fakes).await),
-    };
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

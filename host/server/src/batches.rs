@@ -1,0 +1,276 @@
+//! `POST /v1/batches` and `GET /v1/batches/{id}`, and the runner that works through the items
+//! in the background.
+//!
+//! Items are stored with the batch before the 202 is sent, so a batch survives a restart. A
+//! runner claims one item at a time (at most [`BatchRunner::concurrency`] at once per host),
+//! runs it like a chat completion (same tier, provider, model and `contains_pii` rules), and
+//! writes the result and its metering (at the batch rate, half price) in one transaction
+//! guarded by its claim: an item's result and cost are recorded exactly once. Items a stopped
+//! host had claimed are claimed again after the lease (at once on SQLite, which has one host).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use atrium_store::{Batch, ClaimedItem, ItemStatus};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, Semaphore};
+
+use crate::chat::{Parsed, completion_body, gateway_error, parse};
+use crate::extract::{JsonBody, Org, TenantHeader};
+use crate::{ApiError, AppState, DEFAULT_TENANT};
+
+/// The most items one batch may hold.
+pub const MAX_BATCH_ITEMS: usize = 1000;
+
+fn bad(param: &str, message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(message, Some(param))
+}
+
+/// `POST /v1/batches`: stores the batch and answers 202 at once.
+pub async fn create(
+    State(state): State<AppState>,
+    org: Org,
+    TenantHeader(tenant): TenantHeader,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let requests = match body.get("requests") {
+        Some(Value::Array(r)) if r.is_empty() => {
+            return Err(bad("requests", "requests must not be empty"));
+        }
+        Some(Value::Array(r)) if r.len() > MAX_BATCH_ITEMS => {
+            return Err(bad(
+                "requests",
+                format!(
+                    "a batch holds at most {MAX_BATCH_ITEMS} items, got {}",
+                    r.len()
+                ),
+            ));
+        }
+        Some(Value::Array(r)) => r,
+        Some(_) => return Err(bad("requests", "requests must be an array of items")),
+        None => return Err(bad("requests", "requests is required")),
+    };
+    let mut items = Vec::with_capacity(requests.len());
+    let mut seen = std::collections::HashSet::new();
+    for (i, item) in requests.iter().enumerate() {
+        let param = format!("requests[{i}].custom_id");
+        let custom_id = match item.get("custom_id") {
+            Some(Value::String(id)) if !id.is_empty() && id.len() <= 256 => id.clone(),
+            _ => {
+                return Err(bad(
+                    &param,
+                    format!("{param} must be a string of 1 to 256 characters"),
+                ));
+            }
+        };
+        if !seen.insert(custom_id.clone()) {
+            return Err(bad(
+                &param,
+                format!("custom_id `{custom_id}` appears twice"),
+            ));
+        }
+        items.push((custom_id, item.to_string()));
+    }
+    let tenant = tenant.unwrap_or_else(|| DEFAULT_TENANT.to_owned());
+    let id = state
+        .store
+        .create_batch(&org.org_id, &tenant, &items)
+        .await?;
+    state.batches.notify.notify_waiters();
+    let batch = state
+        .store
+        .batch(&org.org_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("the batch vanished"))?;
+    Ok((StatusCode::ACCEPTED, Json(batch_body(&batch))))
+}
+
+/// `GET /v1/batches/{id}`.
+pub async fn get(
+    State(state): State<AppState>,
+    org: Org,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let batch = state
+        .store
+        .batch(&org.org_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("this organization has no batch `{id}`")))?;
+    Ok(Json(batch_body(&batch)))
+}
+
+fn batch_body(batch: &Batch) -> Value {
+    let count = |s: ItemStatus| batch.items.iter().filter(|i| i.status == s).count();
+    let (completed, failed) = (count(ItemStatus::Completed), count(ItemStatus::Failed));
+    let done = completed + failed == batch.items.len();
+    let results: Vec<Value> = batch
+        .items
+        .iter()
+        .map(|item| {
+            let stored: Value = item.result.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or(Value::Null);
+            let status = match item.status {
+                ItemStatus::Queued => "pending",
+                ItemStatus::Running => "in_progress",
+                ItemStatus::Completed => "completed",
+                ItemStatus::Failed => "failed",
+            };
+            json!({
+                "custom_id": item.custom_id,
+                "status": status,
+                "response": if item.status == ItemStatus::Completed { stored.clone() } else { Value::Null },
+                "error": if item.status == ItemStatus::Failed { stored } else { Value::Null },
+            })
+        })
+        .collect();
+    json!({
+        "id": batch.id,
+        "object": "batch",
+        "status": if done { "completed" } else { "in_progress" },
+        "tenant": batch.tenant_id,
+        "created_at": batch.created_at / 1000,
+        "request_counts": {"total": batch.items.len(), "completed": completed, "failed": failed},
+        "results": results,
+    })
+}
+
+/// The background runner's settings and wake-up signal.
+pub struct BatchRunner {
+    /// Items run at once on this host.
+    pub concurrency: usize,
+    /// How long a claimed item may stay unfinished before another runner may claim it again.
+    pub lease: Duration,
+    /// Woken when a batch is stored.
+    pub notify: Notify,
+}
+
+impl Default for BatchRunner {
+    fn default() -> Self {
+        BatchRunner {
+            concurrency: 8,
+            lease: Duration::from_secs(600),
+            notify: Notify::new(),
+        }
+    }
+}
+
+/// Runs batch items until the process ends. Call once per host.
+pub async fn run(state: AppState) {
+    let runner = state.batches.clone();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    };
+    // A SQLite store has one host: what it had claimed before a restart is abandoned now.
+    let first_cutoff = if state.store.backend() == "sqlite" {
+        now() + 1
+    } else {
+        now() - lease_ms(&runner)
+    };
+    match state.store.requeue_stale_items(first_cutoff).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            items = n,
+            "batch items interrupted by a restart are queued again"
+        ),
+        Err(error) => tracing::error!(%error, "cannot re-queue interrupted batch items"),
+    }
+    let slots = Arc::new(Semaphore::new(runner.concurrency.max(1)));
+    let mut last_sweep = std::time::Instant::now();
+    loop {
+        if last_sweep.elapsed() > Duration::from_secs(30) {
+            last_sweep = std::time::Instant::now();
+            if let Err(error) = state
+                .store
+                .requeue_stale_items(now() - lease_ms(&runner))
+                .await
+            {
+                tracing::error!(%error, "cannot re-queue stale batch items");
+            }
+        }
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let wake = runner.notify.notified();
+        match state.store.claim_batch_item().await {
+            Ok(Some(claimed)) => {
+                let state = state.clone();
+                tokio::spawn(async move {
+                    run_item(&state, claimed).await;
+                    drop(permit);
+                });
+            }
+            Ok(None) => {
+                drop(permit);
+                let _ = tokio::time::timeout(Duration::from_secs(1), wake).await;
+            }
+            Err(error) => {
+                drop(permit);
+                tracing::error!(%error, "cannot claim a batch item");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+fn lease_ms(runner: &BatchRunner) -> i64 {
+    i64::try_from(runner.lease.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Runs one item and writes its result; one item's failure never touches the others.
+async fn run_item(state: &AppState, claimed: ClaimedItem) {
+    let request: Value = serde_json::from_str(&claimed.item.request).unwrap_or(Value::Null);
+    let (status, result, usage) = match parse(request) {
+        Err(error) => (ItemStatus::Failed, error_body(&error), None),
+        Ok(Parsed { stream: true, .. }) => (
+            ItemStatus::Failed,
+            error_body(&bad("stream", "batch items cannot stream")),
+            None,
+        ),
+        Ok(Parsed {
+            selection, request, ..
+        }) => match state.gateway.chat(&selection, &request).await {
+            Err(error) => (ItemStatus::Failed, error_body(&gateway_error(error)), None),
+            Ok(completed) => {
+                let outcome = &completed.outcome;
+                let cost = completed.model.cost_micros(
+                    outcome.prompt_tokens,
+                    outcome.completion_tokens,
+                    true,
+                );
+                let usage = atrium_store::UsageRecord {
+                    org_id: claimed.org_id.clone(),
+                    tenant_id: claimed.tenant_id.clone(),
+                    kind: "chat".into(),
+                    provider: completed.model.provider.as_str().into(),
+                    model: completed.model.id.clone(),
+                    prompt_tokens: i64::try_from(outcome.prompt_tokens).unwrap_or(i64::MAX),
+                    completion_tokens: i64::try_from(outcome.completion_tokens).unwrap_or(i64::MAX),
+                    cost_micros: cost,
+                    batch: true,
+                };
+                (
+                    ItemStatus::Completed,
+                    completion_body(&completed, cost, &claimed.tenant_id),
+                    Some(usage),
+                )
+            }
+        },
+    };
+    if let Err(error) = state
+        .store
+        .finish_batch_item(&claimed, status, &result.to_string(), usage.as_ref())
+        .await
+    {
+        tracing::warn!(%error, batch = %claimed.item.batch_id, item = claimed.item.index, "a batch item's result was not written");
+    }
+}
+
+fn error_body(error: &ApiError) -> Value {
+    let mut body = error.body()["error"].clone();
+    body["status"] = json!(error.status.as_u16());
+    body
+}
