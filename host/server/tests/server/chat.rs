@@ -62,6 +62,9 @@ impl Fakes {
     pub(crate) fn calls(&self, provider: &str) -> usize {
         self.0[provider].calls.load(Ordering::SeqCst)
     }
+    pub(crate) fn slow(&self, provider: &str) {
+        self.0[provider].slow.store(true, Ordering::SeqCst);
+    }
     fn fail(&self, provider: &str, status: u16) {
         *self.0[provider].fail_with.lock().unwrap() = Some(status);
     }
@@ -99,6 +102,9 @@ async fn openai_like(
         return failure;
     }
     let model = body["model"].as_str().unwrap_or_default();
+    if body["stream"] != true && fakes.0[provider].slow.load(Ordering::SeqCst) {
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    }
     if body["stream"] == true {
         let chunk = |delta: Value, finish: Value| json!({"id": "up", "object": "chat.completion.chunk", "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
         let mut events = vec![
@@ -668,4 +674,46 @@ async fn streams_fall_back_before_they_start_and_respect_the_policy() {
         stream_chat(&state, &key.secret, r#"{"stream": true, "tier": "frontier", "contains_pii": true, "messages": [{"role": "user", "content": "x"}]}"#).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(fakes.calls("anthropic"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_requests_in_flight_finish() {
+    let (store, _dir) = stores().await.remove(0);
+    let fakes = Fakes::new();
+    fakes.slow("ovh");
+    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(atrium_server::serve(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    let in_flight = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let body = HELLO;
+        let request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            key.secret,
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    });
+    // The upstream takes 400 ms; stop the server while the request waits for it.
+    while fakes.calls("ovh") == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    stop.send(()).unwrap();
+    let response = in_flight.await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("ovh says hi"), "{response}");
+    server.await.unwrap().unwrap();
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "no new connections after shutdown"
+    );
 }
