@@ -255,7 +255,7 @@ pub async fn completions(
             .sum();
         let sse = crate::stream::respond(
             streaming,
-            state.store.clone(),
+            state.metering.clone(),
             org.org_id,
             tenant,
             prompt_chars,
@@ -284,7 +284,7 @@ pub async fn completions(
         cost_micros: cost,
         batch: false,
     };
-    state.store.record_usage(&record).await?;
+    state.metering.record(record).await;
     Ok(Json(completion_body(&completed, cost, &tenant)).into_response())
 }
 

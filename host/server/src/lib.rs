@@ -9,6 +9,7 @@ pub mod batches;
 mod chat;
 mod error;
 mod extract;
+mod meter;
 mod stream;
 mod v1;
 
@@ -21,6 +22,7 @@ use axum::routing::{get, post};
 pub use chat::DEFAULT_TENANT;
 pub use error::ApiError;
 pub use extract::{JsonBody, Org, TENANT_HEADER, TenantHeader};
+pub use meter::Metering;
 
 /// The largest request body accepted (a 413 beyond it).
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
@@ -34,15 +36,20 @@ pub struct AppState {
     pub gateway: std::sync::Arc<atrium_inference::Gateway>,
     /// The batch runner's settings and wake-up signal.
     pub batches: std::sync::Arc<batches::BatchRunner>,
+    /// The metering writer.
+    pub metering: meter::Metering,
 }
 
 impl AppState {
-    /// A state with the default batch runner settings.
+    /// A state with the default batch runner settings; starts the metering writer, so call it
+    /// on a Tokio runtime.
     pub fn new(store: atrium_store::Store, gateway: atrium_inference::Gateway) -> Self {
+        let metering = meter::Metering::start(store.clone());
         AppState {
             store,
             gateway: std::sync::Arc::new(gateway),
             batches: std::sync::Arc::default(),
+            metering,
         }
     }
 }

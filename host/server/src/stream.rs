@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 /// What the meter knows when the stream ends.
 struct Meter {
-    store: atrium_store::Store,
+    metering: crate::Metering,
     org_id: String,
     tenant: String,
     model: ModelInfo,
@@ -54,13 +54,9 @@ impl Meter {
             cost_micros: self.model.cost_micros(prompt, completion, false),
             batch: false,
         };
-        let store = self.store.clone();
+        let metering = self.metering.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                if let Err(error) = store.record_usage(&record).await {
-                    tracing::error!(%error, "metering a streamed call failed");
-                }
-            });
+            handle.spawn(async move { metering.record(record).await });
         }
     }
 }
@@ -115,7 +111,7 @@ fn characters(delta: &Value) -> usize {
 /// The SSE response for a started stream.
 pub fn respond(
     streaming: Streaming,
-    store: atrium_store::Store,
+    metering: crate::Metering,
     org_id: String,
     tenant: String,
     prompt_chars: usize,
@@ -128,7 +124,7 @@ pub fn respond(
     let state = State {
         events: streaming.events,
         meter: Meter {
-            store,
+            metering,
             org_id,
             tenant,
             model: streaming.model,

@@ -96,6 +96,8 @@ pub async fn usage(
     org: Org,
     Query(query): Query<UsageQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    // Read your own calls: store what is queued first.
+    state.metering.flush().await;
     if let Some(tenant) = query.tenant {
         let usage = state
             .store

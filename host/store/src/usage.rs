@@ -78,37 +78,52 @@ const PER_TENANT: &str = "SELECT t.id AS tenant_id, t.name, t.external_id, \
 impl Store {
     /// Records one metered call (and creates its tenant on first use), atomically.
     pub async fn record_usage(&self, record: &UsageRecord) -> Result<()> {
-        crate::tenants::check_tenant_id(&record.tenant_id)?;
+        self.record_usage_batch(std::slice::from_ref(record)).await
+    }
+
+    /// Records several metered calls in one transaction (the metering writer's batches).
+    pub async fn record_usage_batch(&self, records: &[UsageRecord]) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        for record in records {
+            crate::tenants::check_tenant_id(&record.tenant_id)?;
+        }
         let now = now_millis();
-        let id = format!("use_{}", random_hex(12)?);
+        let ids: Vec<String> = records
+            .iter()
+            .map(|_| random_hex(12).map(|h| format!("use_{h}")))
+            .collect::<Result<_>>()?;
         on_pool!(self, pool => {
             let mut tx = pool.begin().await?;
-            sqlx::query(
-                "INSERT INTO tenants (org_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
-                 ON CONFLICT (org_id, id) DO NOTHING",
-            )
-            .bind(&record.org_id)
-            .bind(&record.tenant_id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO usage_records (id, org_id, tenant_id, kind, provider, model, prompt_tokens, \
-                 completion_tokens, cost_micros, batch, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-            )
-            .bind(&id)
-            .bind(&record.org_id)
-            .bind(&record.tenant_id)
-            .bind(&record.kind)
-            .bind(&record.provider)
-            .bind(&record.model)
-            .bind(record.prompt_tokens)
-            .bind(record.completion_tokens)
-            .bind(record.cost_micros)
-            .bind(i64::from(record.batch))
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+            for (record, id) in records.iter().zip(&ids) {
+                sqlx::query(
+                    "INSERT INTO tenants (org_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
+                     ON CONFLICT (org_id, id) DO NOTHING",
+                )
+                .bind(&record.org_id)
+                .bind(&record.tenant_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "INSERT INTO usage_records (id, org_id, tenant_id, kind, provider, model, prompt_tokens, \
+                     completion_tokens, cost_micros, batch, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                )
+                .bind(id)
+                .bind(&record.org_id)
+                .bind(&record.tenant_id)
+                .bind(&record.kind)
+                .bind(&record.provider)
+                .bind(&record.model)
+                .bind(record.prompt_tokens)
+                .bind(record.completion_tokens)
+                .bind(record.cost_micros)
+                .bind(i64::from(record.batch))
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            }
             tx.commit().await?;
         });
         Ok(())

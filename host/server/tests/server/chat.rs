@@ -294,7 +294,7 @@ async fn the_default_tier_answers_from_an_eu_open_model_and_is_metered() {
         assert_eq!(headers["authorization"], "Bearer ovh-key");
         assert_eq!(sent["model"], "Meta-Llama-3_3-70B-Instruct");
 
-        let (_, usage) = crate::call(&store, "GET", "/v1/usage", Some(&key.secret), None).await;
+        let (_, usage) = call_on(&state, "GET", "/v1/usage", Some(&key.secret), None, None).await;
         assert_eq!(usage["totals"]["calls"], 2);
         assert_eq!(usage["per_tenant"][0]["tenant_id"], "default");
         assert_eq!(usage["per_tenant"][0]["cost_usd"], 0.000011);
@@ -413,6 +413,19 @@ async fn frontier_goes_to_anthropic_over_the_messages_api_and_names_route_by_pre
         (sent["system"].as_str(), sent["max_tokens"].as_u64()),
         (Some("Be brief."), Some(64))
     );
+
+    let (_, cheapest) = chat(
+        &state,
+        &key.secret,
+        None,
+        r#"{"tier": "cheapest", "messages": [{"role": "user", "content": "x"}]}"#,
+    )
+    .await;
+    assert_eq!(
+        (cheapest["provider"].as_str(), cheapest["model"].as_str()),
+        (Some("ollama"), Some("qwen2.5:7b"))
+    );
+    assert_eq!(cheapest["usage"]["cost_usd"], 0.0);
 
     let (_, gpt) = chat(
         &state,
@@ -716,4 +729,32 @@ async fn shutdown_lets_requests_in_flight_finish() {
         tokio::net::TcpStream::connect(addr).await.is_err(),
         "no new connections after shutdown"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn usage_stays_exact_under_concurrent_calls() {
+    for (store, _dir) in stores().await {
+        let fakes = Fakes::new();
+        let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
+        let key = store.create_key(&unique("acme"), "k").await.unwrap();
+        let calls: Vec<_> = (0..200)
+            .map(|i| {
+                let (state, secret) = (state.clone(), key.secret.clone());
+                tokio::spawn(async move {
+                    let tenant = format!("t-{}", i % 5);
+                    let (status, _) = chat(&state, &secret, Some(&tenant), HELLO).await;
+                    assert_eq!(status, StatusCode::OK);
+                })
+            })
+            .collect();
+        for call in calls {
+            call.await.unwrap();
+        }
+        let (_, usage) = call_on(&state, "GET", "/v1/usage", Some(&key.secret), None, None).await;
+        assert_eq!(usage["totals"]["calls"], 200);
+        assert_eq!(usage["totals"]["tenants"], 5);
+        // 200 calls of 11 micro-dollars each, summed as integers.
+        assert_eq!(usage["totals"]["cost_usd"], 0.0022);
+        assert_eq!(usage["per_tenant"][0]["calls"], 40);
+    }
 }

@@ -82,6 +82,7 @@ async fn the_official_openai_python_client_works_unchanged() {
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let metering = state.metering.clone();
     tokio::spawn(atrium_server::serve(
         listener,
         state,
@@ -126,6 +127,7 @@ async fn the_official_openai_python_client_works_unchanged() {
     );
     assert_eq!(out["policy"]["status"], 403);
     assert_eq!(out["policy"]["code"], "policy_violation");
+    metering.flush().await;
     let usage = store
         .tenant_usage(&key.org_id, "py-tenant")
         .await
