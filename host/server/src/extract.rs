@@ -37,11 +37,20 @@ impl FromRequestParts<AppState> for Org {
             .ok_or_else(|| {
                 ApiError::unauthorized("the Authorization header must be `Bearer <key>`")
             })?;
-        match state.store.authenticate(secret).await? {
-            Some(owner) => Ok(Org {
+        if let Some(owner) = state.keys.get(secret) {
+            return Ok(Org {
                 org_id: owner.org_id,
                 key_id: owner.key_id,
-            }),
+            });
+        }
+        match state.store.authenticate(secret).await? {
+            Some(owner) => {
+                state.keys.put(secret, owner.clone());
+                Ok(Org {
+                    org_id: owner.org_id,
+                    key_id: owner.key_id,
+                })
+            }
             None => Err(ApiError::unauthorized("the API key is unknown or revoked")),
         }
     }

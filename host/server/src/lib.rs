@@ -5,6 +5,7 @@
 //! Every /v1 error is [`ApiError`]: OpenAI's body `{"error": {"message", "type", "param",
 //! "code"}}` with a fitting status.
 
+mod auth;
 pub mod batches;
 mod chat;
 mod error;
@@ -19,6 +20,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
+pub use auth::TTL as KEY_CACHE_TTL;
 pub use chat::DEFAULT_TENANT;
 pub use error::ApiError;
 pub use extract::{JsonBody, Org, TENANT_HEADER, TenantHeader};
@@ -38,6 +40,8 @@ pub struct AppState {
     pub batches: std::sync::Arc<batches::BatchRunner>,
     /// The metering writer.
     pub metering: meter::Metering,
+    /// Recently authenticated keys.
+    pub keys: std::sync::Arc<auth::KeyCache>,
 }
 
 impl AppState {
@@ -50,6 +54,7 @@ impl AppState {
             gateway: std::sync::Arc::new(gateway),
             batches: std::sync::Arc::default(),
             metering,
+            keys: std::sync::Arc::default(),
         }
     }
 }

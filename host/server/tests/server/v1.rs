@@ -178,3 +178,19 @@ async fn bad_bodies_name_what_is_wrong() {
         assert_error(&body, "not_found");
     }
 }
+
+#[tokio::test]
+async fn a_revoked_key_stops_working_within_the_cache_lifetime() {
+    let (store, _dir) = stores().await.remove(0);
+    let state = crate::state(&store, vec![]);
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let (status, _) =
+        crate::call_on(&state, "GET", "/v1/usage", Some(&key.secret), None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    // Revoked by another process (the CLI writes to the database).
+    store.revoke_key(&key.id).await.unwrap();
+    tokio::time::sleep(atrium_server::KEY_CACHE_TTL + std::time::Duration::from_millis(50)).await;
+    let (status, _) =
+        crate::call_on(&state, "GET", "/v1/usage", Some(&key.secret), None, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
