@@ -180,3 +180,25 @@ pub(crate) fn count(usage: Option<&Value>, field: &str) -> u64 {
         .and_then(Value::as_u64)
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::UpstreamError;
+
+    #[test]
+    fn connection_errors_timeouts_429_and_5xx_fall_back_and_nothing_else_does() {
+        let status = |status| UpstreamError::Status {
+            status,
+            body: String::new(),
+        };
+        assert!(UpstreamError::Connect("refused".into()).should_fall_back());
+        assert!(UpstreamError::Timeout(std::time::Duration::from_secs(1)).should_fall_back());
+        for code in [429, 500, 502, 503, 504] {
+            assert!(status(code).should_fall_back(), "{code}");
+        }
+        for code in [400, 401, 403, 404, 422] {
+            assert!(!status(code).should_fall_back(), "{code}");
+        }
+        assert!(!UpstreamError::Protocol("garbage".into()).should_fall_back());
+    }
+}

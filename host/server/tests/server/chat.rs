@@ -217,6 +217,11 @@ async fn ollama(
 
 /// Starts the fakes and returns a gateway whose five providers point at them.
 pub(crate) async fn gateway(fakes: &Fakes) -> Gateway {
+    gateway_at(start(fakes).await)
+}
+
+/// Starts the fake upstreams on loopback.
+pub(crate) async fn start(fakes: &Fakes) -> std::net::SocketAddr {
     let app = axum::Router::new()
         .route(
             "/{provider}/v1/chat/completions",
@@ -228,6 +233,11 @@ pub(crate) async fn gateway(fakes: &Fakes) -> Gateway {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// A gateway whose five providers point at the fakes at `addr`.
+pub(crate) fn gateway_at(addr: std::net::SocketAddr) -> Gateway {
     let env: HashMap<String, String> = [
         ("ATRIUM_OPENAI_BASE_URL", format!("http://{addr}/openai/v1")),
         ("ATRIUM_OPENAI_API_KEY", "sk-openai".into()),
@@ -757,4 +767,56 @@ async fn usage_stays_exact_under_concurrent_calls() {
         assert_eq!(usage["totals"]["cost_usd"], 0.0022);
         assert_eq!(usage["per_tenant"][0]["calls"], 40);
     }
+}
+
+#[tokio::test]
+async fn an_unreachable_backend_falls_back_and_all_unreachable_is_503() {
+    let (store, _dir) = stores().await.remove(0);
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    // A port nobody listens on: bind, note it, close it.
+    let dead = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let fakes = Fakes::new();
+    let mistral_base = format!("http://{}/mistral/v1", start(&fakes).await);
+    let env = |dead_mistral: bool| {
+        let mistral = if dead_mistral {
+            format!("http://{dead}/v1")
+        } else {
+            mistral_base.clone()
+        };
+        move |name: &str| match name {
+            "ATRIUM_OVH_BASE_URL" => Some(format!("http://{dead}/v1")),
+            "ATRIUM_OVH_API_KEY" | "ATRIUM_MISTRAL_API_KEY" => Some("k".into()),
+            "ATRIUM_MISTRAL_BASE_URL" => Some(mistral.clone()),
+            _ => None,
+        }
+    };
+    let state = atrium_server::AppState::new(
+        store.clone(),
+        Gateway::from_env(Catalog::builtin(), env(false)),
+    );
+    let (status, body) = chat(&state, &key.secret, None, HELLO).await;
+    assert_eq!(
+        (status, body["provider"].as_str()),
+        (StatusCode::OK, Some("mistral")),
+        "{body}"
+    );
+
+    let state = atrium_server::AppState::new(
+        store.clone(),
+        Gateway::from_env(Catalog::builtin(), env(true)),
+    );
+    let (status, body) = chat(&state, &key.secret, None, HELLO).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_error(&body, "upstream_unavailable");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("connection failed"),
+        "{body}"
+    );
 }
