@@ -133,14 +133,7 @@ fn default_cache_dir() -> Option<PathBuf> {
 
 /// Runs `atrium call`.
 pub fn run(args: &Args) -> ExitCode {
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ATRIUM_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("atrium=info")),
-        )
-        .try_init();
+    crate::init_logging("atrium=info");
     let text = match std::fs::read_to_string(&args.manifest) {
         Ok(text) => text,
         Err(e) => {

@@ -81,3 +81,15 @@ fn usage_error(err: &clap::Error) -> ExitCode {
     }
     ExitCode::from(1)
 }
+
+/// Logs to stderr (colored on a terminal), filtered by `ATRIUM_LOG` or `default_filter`.
+fn init_logging(default_filter: &str) {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ATRIUM_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
+        )
+        .try_init();
+}

@@ -36,14 +36,7 @@ pub struct Args {
 
 /// Runs `atrium serve`.
 pub fn run(args: &Args) -> ExitCode {
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ATRIUM_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init();
+    crate::init_logging("info");
     let addr: SocketAddr = match args.addr.parse() {
         Ok(addr) => addr,
         Err(e) => {

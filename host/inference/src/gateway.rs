@@ -154,35 +154,14 @@ impl Gateway {
         selection: &Selection,
         request: &ChatRequest,
     ) -> Result<Completed, GatewayError> {
-        let candidates = route(&self.catalog, selection, &|p| self.available(p))?;
-        let mut failed = Vec::new();
-        for model in candidates {
-            let Some(provider) = self.providers.get(&model.provider) else {
-                continue;
-            };
-            match provider.chat(request, &model.id).await {
-                Ok(outcome) => {
-                    return Ok(Completed {
-                        outcome,
-                        model,
-                        failed,
-                    });
-                }
-                Err(error) => {
-                    tracing::warn!(provider = model.provider.as_str(), model = %model.id, %error, "backend failed");
-                    let attempt = Attempt {
-                        provider: model.provider,
-                        model: model.id.clone(),
-                        error,
-                    };
-                    if !attempt.error.should_fall_back() {
-                        return Err(GatewayError::Refused(attempt));
-                    }
-                    failed.push(attempt);
-                }
-            }
-        }
-        Err(GatewayError::Exhausted(failed))
+        let (outcome, model, failed) = self
+            .with_fallback(selection, |p, m| async move { p.chat(request, &m).await })
+            .await?;
+        Ok(Completed {
+            outcome,
+            model,
+            failed,
+        })
     }
 
     /// Like [`Gateway::chat`], streamed: the fallback happens while opening the stream; once
@@ -192,22 +171,40 @@ impl Gateway {
         selection: &Selection,
         request: &ChatRequest,
     ) -> Result<Streaming, GatewayError> {
+        let (events, model, failed) = self
+            .with_fallback(
+                selection,
+                |p, m| async move { p.chat_stream(request, &m).await },
+            )
+            .await?;
+        Ok(Streaming {
+            events,
+            model,
+            failed,
+        })
+    }
+
+    /// Runs `call` on each routed backend in turn until one answers or one fails in a way
+    /// another backend would not mend.
+    async fn with_fallback<T, F, Fut>(
+        &self,
+        selection: &Selection,
+        call: F,
+    ) -> Result<(T, ModelInfo, Vec<Attempt>), GatewayError>
+    where
+        F: Fn(Arc<dyn Provider>, String) -> Fut,
+        Fut: Future<Output = Result<T, UpstreamError>>,
+    {
         let candidates = route(&self.catalog, selection, &|p| self.available(p))?;
         let mut failed = Vec::new();
         for model in candidates {
             let Some(provider) = self.providers.get(&model.provider) else {
                 continue;
             };
-            match provider.chat_stream(request, &model.id).await {
-                Ok(events) => {
-                    return Ok(Streaming {
-                        events,
-                        model,
-                        failed,
-                    });
-                }
+            match call(provider.clone(), model.id.clone()).await {
+                Ok(answer) => return Ok((answer, model, failed)),
                 Err(error) => {
-                    tracing::warn!(provider = model.provider.as_str(), model = %model.id, %error, "backend failed to stream");
+                    tracing::warn!(provider = model.provider.as_str(), model = %model.id, %error, "backend failed");
                     let attempt = Attempt {
                         provider: model.provider,
                         model: model.id.clone(),

@@ -91,8 +91,16 @@ impl Store {
             source,
         };
         std::fs::create_dir_all(data_dir).map_err(|e| open_error(sqlx::Error::Io(e)))?;
-        let options = SqliteConnectOptions::new()
-            .filename(&target)
+        let options = SqliteConnectOptions::new().filename(&target);
+        Self::open_sqlite_with(options).await.map_err(|e| match e {
+            StoreError::Database(source) => open_error(source),
+            other => other,
+        })
+    }
+
+    /// The SQLite settings every store uses: WAL, foreign keys, a busy timeout.
+    async fn open_sqlite_with(options: SqliteConnectOptions) -> Result<Store> {
+        let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
@@ -101,8 +109,7 @@ impl Store {
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .connect_with(options)
-            .await
-            .map_err(open_error)?;
+            .await?;
         Self::migrated(Pool::Sqlite(pool)).await
     }
 
@@ -123,18 +130,11 @@ impl Store {
             return Self::migrated(Pool::Postgres(pool)).await;
         }
         if url.starts_with("sqlite:") {
-            let options = SqliteConnectOptions::from_str(url)
-                .map_err(open_error)?
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .foreign_keys(true)
-                .busy_timeout(std::time::Duration::from_secs(10));
-            let pool = SqlitePoolOptions::new()
-                .max_connections(8)
-                .connect_with(options)
-                .await
-                .map_err(open_error)?;
-            return Self::migrated(Pool::Sqlite(pool)).await;
+            let options = SqliteConnectOptions::from_str(url).map_err(&open_error)?;
+            return Self::open_sqlite_with(options).await.map_err(|e| match e {
+                StoreError::Database(source) => open_error(source),
+                other => other,
+            });
         }
         Err(StoreError::Invalid(format!(
             "unsupported database URL `{shown}`: use postgres://... or sqlite://..."
