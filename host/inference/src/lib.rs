@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod embed;
 pub mod gateway;
 pub mod providers;
 pub mod router;

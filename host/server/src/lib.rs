@@ -8,6 +8,7 @@
 mod auth;
 pub mod batches;
 mod chat;
+mod embeddings;
 mod error;
 mod extract;
 mod meter;
@@ -64,6 +65,7 @@ pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/chat/completions", post(chat::completions))
         .route("/models", get(v1::models))
+        .route("/embeddings", post(embeddings::create))
         .route("/batches", post(batches::create))
         .route("/batches/{id}", get(batches::get))
         .route("/tenants", post(v1::register_tenant))

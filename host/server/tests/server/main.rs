@@ -3,6 +3,7 @@
 
 mod batches;
 mod chat;
+mod embeddings;
 mod openai_client;
 mod v1;
 

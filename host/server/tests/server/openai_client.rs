@@ -64,6 +64,9 @@ for chunk in stream:
         usage = chunk.usage.total_tokens
 out["stream"] = {"text": "".join(pieces), "total_tokens": usage}
 out["models"] = [m.id for m in client.models.list()]
+emb = client.embeddings.create(model="atrium-local-lexical", input=["invoice overdue", "croissant"])
+out["embeddings"] = {"count": len(emb.data), "dims": len(emb.data[0].embedding),
+                     "norm": sum(x * x for x in emb.data[0].embedding) ** 0.5}
 try:
     client.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "x"}],
                                    extra_body={"contains_pii": True})
@@ -124,6 +127,17 @@ async fn the_official_openai_python_client_works_unchanged() {
             .unwrap()
             .iter()
             .any(|m| m == "claude-sonnet-4-5")
+    );
+    assert_eq!(
+        (
+            out["embeddings"]["count"].as_u64(),
+            out["embeddings"]["dims"].as_u64()
+        ),
+        (Some(2), Some(1024))
+    );
+    assert!(
+        (out["embeddings"]["norm"].as_f64().unwrap() - 1.0).abs() < 1e-4,
+        "{out}"
     );
     assert_eq!(out["policy"]["status"], 403);
     assert_eq!(out["policy"]["code"], "policy_violation");

@@ -1,0 +1,120 @@
+//! `POST /v1/embeddings` with the local lexical embedder.
+
+use axum::http::StatusCode;
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::{call_on, stores, unique};
+
+fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+#[tokio::test]
+async fn strings_and_arrays_get_1024_unit_numbers_as_floats_or_base64() {
+    let (store, _dir) = stores().await.remove(0);
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let state = crate::state(&store, vec![]);
+    let body =
+        json!({"input": ["invoice overdue", "croissant recipe"], "model": "atrium-local-lexical"})
+            .to_string();
+    let (status, floats) = call_on(
+        &state,
+        "POST",
+        "/v1/embeddings",
+        Some(&key.secret),
+        Some("t-e"),
+        Some(&body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{floats}");
+    assert_eq!(
+        (floats["object"].as_str(), floats["model"].as_str()),
+        (Some("list"), Some("atrium-local-lexical"))
+    );
+    assert_eq!(floats["data"][1]["index"], 1);
+    let first: Vec<f64> = serde_json::from_value(floats["data"][0]["embedding"].clone()).unwrap();
+    assert_eq!(first.len(), 1024);
+    assert!((norm(&first) - 1.0).abs() < 1e-5);
+    assert_eq!(
+        floats["usage"],
+        json!({"prompt_tokens": 4, "total_tokens": 4})
+    );
+
+    let body = json!({"input": "invoice overdue", "encoding_format": "base64"}).to_string();
+    let (_, encoded) = call_on(
+        &state,
+        "POST",
+        "/v1/embeddings",
+        Some(&key.secret),
+        None,
+        Some(&body),
+    )
+    .await;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded["data"][0]["embedding"].as_str().unwrap())
+        .unwrap();
+    let decoded: Vec<f64> = bytes
+        .chunks_exact(4)
+        .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        .collect();
+    assert_eq!(decoded, first, "base64 carries the same numbers");
+
+    let (_, usage) = call_on(
+        &state,
+        "GET",
+        "/v1/usage?tenant=t-e",
+        Some(&key.secret),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(usage["tenant"]["calls"], 1);
+    assert_eq!(usage["tenant"]["prompt_tokens"], 4);
+}
+
+#[tokio::test]
+async fn bad_inputs_name_the_field() {
+    let (store, _dir) = stores().await.remove(0);
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let state = crate::state(&store, vec![]);
+    let many: Vec<Value> = (0..2049).map(|i| json!(format!("t{i}"))).collect();
+    for (body, param) in [
+        (json!({}), "input"),
+        (json!({"input": []}), "input"),
+        (json!({"input": ["ok", ""]}), "input"),
+        (json!({"input": [[1, 2, 3]]}), "input"),
+        (json!({"input": many}), "input"),
+        (
+            json!({"input": "x", "model": "text-embedding-3-small"}),
+            "model",
+        ),
+        (
+            json!({"input": "x", "encoding_format": "hex"}),
+            "encoding_format",
+        ),
+        (json!({"input": "x", "dimensions": 256}), "dimensions"),
+    ] {
+        let (status, response) = call_on(
+            &state,
+            "POST",
+            "/v1/embeddings",
+            Some(&key.secret),
+            None,
+            Some(&body.to_string()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {response}");
+        assert_eq!(response["error"]["param"], param, "{body}: {response}");
+    }
+    let (status, _) = call_on(
+        &state,
+        "POST",
+        "/v1/embeddings",
+        None,
+        None,
+        Some(r#"{"input": "x"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
