@@ -30,6 +30,20 @@ impl Anthropic {
     pub fn new(client: reqwest::Client, config: ProviderConfig) -> Self {
         Anthropic { client, config }
     }
+
+    /// `POST {base}/v1/messages` with the API version and key headers.
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
+        let http = self
+            .client
+            .post(url)
+            .header("anthropic-version", API_VERSION)
+            .json(body);
+        match &self.config.api_key {
+            Some(key) => http.header("x-api-key", key),
+            None => http,
+        }
+    }
 }
 
 fn text_of(content: &Value) -> String {
@@ -186,15 +200,7 @@ impl Provider for Anthropic {
     }
 
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {
-        let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
-        let mut http = self
-            .client
-            .post(url)
-            .header("anthropic-version", API_VERSION)
-            .json(&request_body(request, model));
-        if let Some(key) = &self.config.api_key {
-            http = http.header("x-api-key", key);
-        }
+        let http = self.post(&request_body(request, model));
         outcome(&send_json(http, self.config.timeout).await?)
     }
 
@@ -203,17 +209,9 @@ impl Provider for Anthropic {
         request: &ChatRequest,
         model: &str,
     ) -> Result<super::stream::EventStream, UpstreamError> {
-        let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
         let mut body = request_body(request, model);
         body["stream"] = json!(true);
-        let mut http = self
-            .client
-            .post(url)
-            .header("anthropic-version", API_VERSION)
-            .json(&body);
-        if let Some(key) = &self.config.api_key {
-            http = http.header("x-api-key", key);
-        }
+        let http = self.post(&body);
         let response = super::stream::open(http, self.config.timeout).await?;
         Ok(super::stream::events(
             super::stream::frames(response.bytes_stream(), false),

@@ -26,6 +26,16 @@ impl Ollama {
     pub fn new(client: reqwest::Client, config: ProviderConfig) -> Self {
         Ollama { client, config }
     }
+
+    /// `POST {base}/api/chat`, with a bearer key when one is configured (a proxy in front).
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let url = format!("{}/api/chat", self.config.base_url.trim_end_matches('/'));
+        let http = self.client.post(url).json(body);
+        match &self.config.api_key {
+            Some(key) => http.bearer_auth(key),
+            None => http,
+        }
+    }
 }
 
 /// The `/api/chat` body for an OpenAI-shaped request.
@@ -129,11 +139,7 @@ impl Provider for Ollama {
     }
 
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {
-        let url = format!("{}/api/chat", self.config.base_url.trim_end_matches('/'));
-        let mut http = self.client.post(url).json(&request_body(request, model));
-        if let Some(key) = &self.config.api_key {
-            http = http.bearer_auth(key);
-        }
+        let http = self.post(&request_body(request, model));
         outcome(&send_json(http, self.config.timeout).await?)
     }
 
@@ -143,13 +149,9 @@ impl Provider for Ollama {
         model: &str,
     ) -> Result<super::stream::EventStream, UpstreamError> {
         use super::stream::StreamEvent;
-        let url = format!("{}/api/chat", self.config.base_url.trim_end_matches('/'));
         let mut body = request_body(request, model);
         body["stream"] = json!(true);
-        let mut http = self.client.post(url).json(&body);
-        if let Some(key) = &self.config.api_key {
-            http = http.bearer_auth(key);
-        }
+        let http = self.post(&body);
         let response = super::stream::open(http, self.config.timeout).await?;
         // Each line is a partial answer; the last one has `done: true` and the counts.
         Ok(super::stream::events(

@@ -22,11 +22,7 @@ pub(crate) async fn complete(
     config: &ProviderConfig,
     body: Map<String, Value>,
 ) -> Result<ChatOutcome, UpstreamError> {
-    let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-    let mut request = client.post(url).json(&Value::Object(body));
-    if let Some(key) = &config.api_key {
-        request = request.bearer_auth(key);
-    }
+    let request = post(client, config, body);
     let answer = send_json(request, config.timeout).await?;
     outcome(&answer)
 }
@@ -66,11 +62,7 @@ pub(crate) async fn stream(
     if ask_usage {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-    let mut request = client.post(url).json(&Value::Object(body));
-    if let Some(key) = &config.api_key {
-        request = request.bearer_auth(key);
-    }
+    let request = post(client, config, body);
     let response = open(request, config.timeout).await?;
     Ok(events(frames(response.bytes_stream(), false), |frame| {
         if frame.trim() == "[DONE]" {
@@ -104,4 +96,18 @@ pub(crate) async fn stream(
         }
         Some(Ok(out))
     }))
+}
+
+/// `POST {base}/chat/completions` with the bearer key.
+fn post(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    body: Map<String, Value>,
+) -> reqwest::RequestBuilder {
+    let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+    let request = client.post(url).json(&Value::Object(body));
+    match &config.api_key {
+        Some(key) => request.bearer_auth(key),
+        None => request,
+    }
 }
