@@ -1,6 +1,64 @@
 //! Paths of the guest components built for the tests, and of their manifests.
 //!
 //! The build script compiles the examples and the test guests to `wasm32-wasip2`; each
-//! constant names a component file, each `*_MANIFEST` its manifest.
+//! constant names a component file, each `*_MANIFEST` its manifest. [`pdf`] writes PDF
+//! fixtures.
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
+
+/// Test fixtures written with a PDF writer (lopdf).
+pub mod pdf {
+    use lopdf::content::{Content, Operation};
+    use lopdf::{Document, Object, Stream, dictionary};
+
+    /// A PDF with one page per entry of `pages`, each line of a page drawn in Helvetica, one
+    /// under the other.
+    pub fn with_pages(pages: &[&[&str]]) -> Vec<u8> {
+        let mut doc = Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let font_id = doc.add_object(dictionary! {
+            "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica", "Encoding" => "WinAnsiEncoding",
+        });
+        let resources_id = doc.add_object(dictionary! {"Font" => dictionary! {"F1" => font_id}});
+        let mut kids: Vec<Object> = Vec::new();
+        for lines in pages {
+            let mut operations = vec![
+                Operation::new("BT", vec![]),
+                Operation::new("Tf", vec!["F1".into(), 11.into()]),
+                Operation::new("TL", vec![14.into()]),
+                Operation::new("Td", vec![50.into(), 790.into()]),
+            ];
+            for line in *lines {
+                operations.push(Operation::new("Tj", vec![Object::string_literal(*line)]));
+                operations.push(Operation::new("T*", vec![]));
+            }
+            operations.push(Operation::new("ET", vec![]));
+            let content = Content { operations }.encode().unwrap_or_default();
+            let content_id = doc.add_object(Stream::new(dictionary! {}, content));
+            let page_id = doc.add_object(dictionary! {
+                "Type" => "Page", "Parent" => pages_id, "Contents" => content_id,
+            });
+            kids.push(page_id.into());
+        }
+        let count = i64::try_from(kids.len()).unwrap_or(i64::MAX);
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! {
+                "Type" => "Pages", "Kids" => kids, "Count" => count, "Resources" => resources_id,
+                "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+            }),
+        );
+        let catalog_id = doc.add_object(dictionary! {"Type" => "Catalog", "Pages" => pages_id});
+        doc.trailer.set("Root", catalog_id);
+        doc.compress();
+        let mut bytes = Vec::new();
+        // Writing to a Vec cannot fail.
+        let _ = doc.save_to(&mut bytes);
+        bytes
+    }
+
+    /// A one-page PDF with one line of text.
+    pub fn with_text(text: &str) -> Vec<u8> {
+        with_pages(&[&[text]])
+    }
+}
