@@ -1,4 +1,5 @@
-//! Atrium's database: organizations, API keys, tenants and usage records.
+//! Atrium's database: organizations, API keys, tenants, usage records, batches and the
+//! bookkeeping of retrieval collections and documents.
 //!
 //! One [`Store`] over SQLite (the embedded default, a file in the data directory, WAL mode) or
 //! PostgreSQL (for several hosts sharing one deployment), with the same schema and the same
@@ -10,6 +11,7 @@
 
 mod batches;
 mod keys;
+mod rag;
 mod tenants;
 mod usage;
 
@@ -25,6 +27,9 @@ use sqlx::sqlite::{
 pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
+pub use rag::{
+    Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
+};
 pub use tenants::{Tenant, check_tenant_id};
 pub use usage::{TenantUsage, Usage, UsageRecord, UsageTotals};
 
