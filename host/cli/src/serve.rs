@@ -86,7 +86,34 @@ pub fn run(args: &Args) -> ExitCode {
         } else {
             tracing::info!(providers = %configured.join(", "), "inference providers");
         }
-        let state = atrium_server::AppState::new(store.clone(), gateway);
+        let embedders = atrium_inference::embed::Embedders::from_config(&config, &|name| std::env::var(name).ok());
+        let default_embedder = embedders.default_embedder();
+        tracing::info!(provider = default_embedder.provider(), model = default_embedder.model(), "default embedder");
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let rag = atrium_retrieval::RetrievalConfig::from_env(&args.data_dir, &vars);
+        let retrieval = match atrium_retrieval::Retrieval::open(store.clone(), embedders.clone(), rag).await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: cannot open retrieval: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        // Documents a stopped host left half-written are removed before serving (with
+        // PostgreSQL other hosts may be writing: only those unfinished for ten minutes).
+        let stale = if store.backend() == "sqlite" { std::time::Duration::ZERO } else { std::time::Duration::from_secs(600) };
+        match retrieval.recover(stale).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(documents = n, "removed documents a previous run left unfinished"),
+            Err(e) => tracing::warn!(error = %e, "checking for unfinished documents failed"),
+        }
+        tokio::task::spawn_blocking(|| {
+            if let Err(e) = atrium_retrieval::pdf::warm_up() {
+                tracing::warn!(error = %e, "the PDF sandbox cannot start; PDF uploads will fail");
+            }
+        });
+        let state = atrium_server::AppState::new(store.clone(), gateway)
+            .with_embedders(embedders)
+            .with_retrieval(retrieval);
         let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;
         store.close().await;
         match served {

@@ -2,12 +2,15 @@
 //! unit-length numbers per input out, as floats or (`encoding_format: "base64"`, what the
 //! official OpenAI Python client asks for by default) as base64 of little-endian 32-bit floats.
 //!
-//! Embeddings are EU-only. The built-in local lexical embedder answers here; the EU provider
-//! embedders (Mistral, OVH, Ollama) join it with the retrieval work.
+//! Embeddings are EU-only: the host's embedders are Mistral `mistral-embed`, OVH `bge-m3`,
+//! Ollama `bge-m3` (each when configured) and the built-in local lexical embedder. `model`
+//! (and `provider`, when two serve the model) picks one; without them the default answers.
+//! There is no fallback between embedders: vectors of different models do not compare.
 
-use atrium_inference::embed::{DIMENSIONS, local};
+use atrium_inference::embed::DIMENSIONS;
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use base64::Engine;
 use serde_json::{Value, json};
 
@@ -79,19 +82,33 @@ pub async fn create(
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Json<Value>, ApiError> {
     let texts = inputs(&body)?;
-    match body.get("model") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(m)) if m == local::MODEL => {}
-        Some(other) => {
-            return Err(bad(
+    let provider = match body.get("provider") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) => Some(p.as_str()),
+        Some(_) => return Err(bad("provider", "provider must be a string")),
+    };
+    let embedder = match (body.get("model"), provider) {
+        (None | Some(Value::Null), None) => state.embedders.default_embedder(),
+        (None | Some(Value::Null), Some(p)) => state.embedders.by_provider(p).ok_or_else(|| {
+            bad(
+                "provider",
+                format!(
+                    "provider `{p}` has no embedder on this host; {}",
+                    offered(&state)
+                ),
+            )
+        })?,
+        (Some(Value::String(m)), p) => state.embedders.find(m, p).ok_or_else(|| {
+            bad(
                 "model",
                 format!(
-                    "model {other} is not an available embedder; this host offers `{}`",
-                    local::MODEL
+                    "model `{m}` is not an available embedder; {}",
+                    offered(&state)
                 ),
-            ));
-        }
-    }
+            )
+        })?,
+        (Some(_), _) => return Err(bad("model", "model must be a string")),
+    };
     let base64 = match body.get("encoding_format") {
         None | Some(Value::Null) => false,
         Some(Value::String(f)) if f == "float" => false,
@@ -113,13 +130,22 @@ pub async fn create(
             ));
         }
     }
-    let mut tokens = 0u64;
-    let data: Vec<Value> = texts
+    let embedded = embedder.embed(&texts).await.map_err(|e| ApiError {
+        status: if e.unavailable() {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::BAD_GATEWAY
+        },
+        message: e.to_string(),
+        kind: "server_error",
+        param: None,
+        code: Some("embedding_failed"),
+    })?;
+    let data: Vec<Value> = embedded
+        .vectors
         .iter()
         .enumerate()
-        .map(|(index, text)| {
-            tokens += local::tokens(text);
-            let vector = local::embed(text);
+        .map(|(index, vector)| {
             let embedding = if base64 {
                 let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
                 json!(base64::engine::general_purpose::STANDARD.encode(bytes))
@@ -129,25 +155,38 @@ pub async fn create(
             json!({"object": "embedding", "index": index, "embedding": embedding})
         })
         .collect();
+    let tokens = embedded.prompt_tokens;
     let tenant = tenant.unwrap_or_else(|| DEFAULT_TENANT.to_owned());
+    let billed = i64::try_from(tokens).unwrap_or(i64::MAX);
     state
         .metering
         .record(atrium_store::UsageRecord {
             org_id: org.org_id,
             tenant_id: tenant,
             kind: "embedding".into(),
-            provider: "local".into(),
-            model: local::MODEL.into(),
-            prompt_tokens: i64::try_from(tokens).unwrap_or(i64::MAX),
+            provider: embedder.provider().into(),
+            model: embedder.model().into(),
+            prompt_tokens: billed,
             completion_tokens: 0,
-            cost_micros: 0,
+            cost_micros: billed.saturating_mul(embedder.micros_per_million()) / 1_000_000,
             batch: false,
         })
         .await;
     Ok(Json(json!({
         "object": "list",
         "data": data,
-        "model": local::MODEL,
+        "model": embedder.model(),
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     })))
+}
+
+/// The embedders on offer, for error messages.
+fn offered(state: &AppState) -> String {
+    let names: Vec<String> = state
+        .embedders
+        .all()
+        .iter()
+        .map(|e| format!("`{}` ({})", e.model(), e.provider()))
+        .collect();
+    format!("this host offers {}", names.join(", "))
 }

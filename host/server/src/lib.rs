@@ -12,6 +12,7 @@ mod embeddings;
 mod error;
 mod extract;
 mod meter;
+mod rag;
 mod stream;
 mod v1;
 
@@ -43,6 +44,10 @@ pub struct AppState {
     pub metering: meter::Metering,
     /// Recently authenticated keys.
     pub keys: std::sync::Arc<auth::KeyCache>,
+    /// The embedders, the default first.
+    pub embedders: std::sync::Arc<atrium_inference::embed::Embedders>,
+    /// Managed retrieval, when the host has it (the /v1/rag routes answer 503 otherwise).
+    pub retrieval: Option<std::sync::Arc<atrium_retrieval::Retrieval>>,
 }
 
 impl AppState {
@@ -56,7 +61,21 @@ impl AppState {
             batches: std::sync::Arc::default(),
             metering,
             keys: std::sync::Arc::default(),
+            embedders: std::sync::Arc::default(),
+            retrieval: None,
         }
+    }
+
+    /// The same state with these embedders.
+    pub fn with_embedders(mut self, embedders: atrium_inference::embed::Embedders) -> Self {
+        self.embedders = std::sync::Arc::new(embedders);
+        self
+    }
+
+    /// The same state with managed retrieval.
+    pub fn with_retrieval(mut self, retrieval: atrium_retrieval::Retrieval) -> Self {
+        self.retrieval = Some(std::sync::Arc::new(retrieval));
+        self
     }
 }
 
@@ -70,6 +89,21 @@ pub fn router(state: AppState) -> Router {
         .route("/batches/{id}", get(batches::get))
         .route("/tenants", post(v1::register_tenant))
         .route("/usage", get(v1::usage))
+        .route("/rag", get(rag::list_collections))
+        .route("/rag/{collection}", post(rag::create_collection))
+        .route(
+            "/rag/{collection}/documents",
+            post(rag::add_document).get(rag::list_documents),
+        )
+        .route(
+            "/rag/{collection}/documents/{id}",
+            axum::routing::delete(rag::delete_document),
+        )
+        .route(
+            "/rag/{collection}/files",
+            post(rag::upload_file).layer(DefaultBodyLimit::max(rag::MAX_FILE_BYTES + 64 * 1024)),
+        )
+        .route("/rag/{collection}/query", post(rag::query))
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))
         });
@@ -80,15 +114,31 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves the router on `listener` until `shutdown` completes; requests in flight finish.
+/// Serves the router on `listener` until `shutdown` completes, with the host's background
+/// work: the batch runner and, with retrieval, its upkeep. On shutdown, requests in flight
+/// finish, the background work stops (a batch item cut short runs again after a restart) and
+/// the metering writer is flushed.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let runner = tokio::spawn(batches::run(state.clone()));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let upkeep = state
+        .retrieval
+        .clone()
+        .map(|retrieval| retrieval.spawn_upkeep(stopped));
+    let served = axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    runner.abort();
+    let _ = stop.send(true);
+    if let Some(upkeep) = upkeep {
+        let _ = upkeep.await;
+    }
+    state.metering.flush().await;
+    served
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.

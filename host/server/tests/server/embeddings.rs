@@ -118,3 +118,98 @@ async fn bad_inputs_name_the_field() {
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+/// A fake Mistral embeddings endpoint answering vectors of `dims` numbers.
+async fn fake_mistral(dims: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> String {
+    use axum::extract::State;
+    async fn embed(
+        State(dims): State<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+        axum::Json(body): axum::Json<Value>,
+    ) -> axum::Json<Value> {
+        let n = dims.load(std::sync::atomic::Ordering::SeqCst);
+        let data: Vec<Value> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, _)| json!({"object": "embedding", "index": i, "embedding": vec![0.5f32; n]}))
+            .collect();
+        axum::Json(
+            json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 11, "total_tokens": 11}}),
+        )
+    }
+    let app = axum::Router::new()
+        .route("/v1/embeddings", axum::routing::post(embed))
+        .with_state(dims);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test]
+async fn a_provider_embedder_answers_and_a_wrong_dimension_is_a_502() {
+    let (store, _dir) = stores().await.remove(0);
+    let key = store.create_key(&unique("acme"), "k").await.unwrap();
+    let dims = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1024));
+    let base = fake_mistral(dims.clone()).await;
+    let vars = move |name: &str| match name {
+        "ATRIUM_MISTRAL_BASE_URL" => Some(base.clone()),
+        "ATRIUM_MISTRAL_API_KEY" => Some("k".to_owned()),
+        _ => None,
+    };
+    let embedders = atrium_inference::embed::Embedders::from_config(
+        &atrium_inference::InferenceConfig::default(),
+        &vars,
+    );
+    let state = crate::state(&store, vec![]).with_embedders(embedders);
+    let call = |body: Value| {
+        let state = state.clone();
+        let secret = key.secret.clone();
+        async move {
+            call_on(
+                &state,
+                "POST",
+                "/v1/embeddings",
+                Some(&secret),
+                Some("t"),
+                Some(&body.to_string()),
+            )
+            .await
+        }
+    };
+    let (status, body) = call(json!({"input": ["a", "b"]})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["model"], "mistral-embed");
+    assert_eq!(body["usage"]["prompt_tokens"], 11);
+    let v: Vec<f64> = serde_json::from_value(body["data"][1]["embedding"].clone()).unwrap();
+    assert_eq!(v.len(), 1024);
+    assert!((norm(&v) - 1.0).abs() < 1e-5, "scaled to unit length");
+
+    let (status, body) = call(json!({"input": "a", "model": "atrium-local-lexical"})).await;
+    assert_eq!(
+        (status, body["model"].as_str()),
+        (StatusCode::OK, Some("atrium-local-lexical"))
+    );
+    let (status, body) = call(json!({"input": "a", "model": "bge-m3"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("mistral-embed"),
+        "{body}"
+    );
+
+    dims.store(768, std::sync::atomic::Ordering::SeqCst);
+    let (status, body) = call(json!({"input": "a"})).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    assert_eq!(body["error"]["code"], "embedding_failed");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("768 dimensions"),
+        "{body}"
+    );
+}

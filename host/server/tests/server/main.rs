@@ -5,6 +5,7 @@ mod batches;
 mod chat;
 mod embeddings;
 mod openai_client;
+mod rag;
 mod v1;
 
 use std::sync::Arc;
