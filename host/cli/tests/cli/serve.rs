@@ -6,19 +6,24 @@ use std::process::{Command, Stdio};
 
 use crate::{atrium, stderr};
 
-fn http_get(addr: &str, path: &str, key: Option<&str>) -> String {
+fn http(addr: &str, method: &str, path: &str, key: Option<&str>, body: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     let auth = key
         .map(|k| format!("Authorization: Bearer {k}\r\n"))
         .unwrap_or_default();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     )
     .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     response
+}
+
+fn http_get(addr: &str, path: &str, key: Option<&str>) -> String {
+    http(addr, "GET", path, key, "")
 }
 
 #[test]
@@ -56,6 +61,27 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
     assert!(ok.contains(r#""totals""#), "{ok}");
     let denied = http_get(&addr, "/v1/usage", None);
     assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
+
+    // Retrieval is on, with its data under the data directory.
+    let created = http(&addr, "POST", "/v1/rag/notes", Some(&key), "");
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    let added = http(
+        &addr,
+        "POST",
+        "/v1/rag/notes/documents",
+        Some(&key),
+        r#"{"title": "Plants", "text": "Water the ficus on Mondays."}"#,
+    );
+    assert!(added.starts_with("HTTP/1.1 201"), "{added}");
+    let found = http(
+        &addr,
+        "POST",
+        "/v1/rag/notes/query",
+        Some(&key),
+        r#"{"query": "ficus"}"#,
+    );
+    assert!(found.contains("Water the ficus"), "{found}");
+    assert!(std::path::Path::new(data).join("rag").is_dir());
 
     let pid = child.id().to_string();
     assert!(
