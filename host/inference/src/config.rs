@@ -169,6 +169,39 @@ impl InferenceConfig {
     }
 
     /// A provider's timeout.
+    /// How to reach `provider`, or `None` when it is not configured: a provider needs its API
+    /// key, Ollama its base URL. Unset base URLs and timeouts take the provider's defaults.
+    pub(crate) fn provider(
+        &self,
+        provider: ProviderId,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<crate::providers::ProviderConfig> {
+        use crate::providers;
+        let key = self.setting(provider, "API_KEY", env);
+        let base = self.setting(provider, "BASE_URL", env);
+        let available = match provider {
+            ProviderId::Ollama => base.is_some(),
+            _ => key.is_some(),
+        };
+        if !available {
+            return None;
+        }
+        let default_base = match provider {
+            ProviderId::Openai => providers::openai::DEFAULT_BASE_URL,
+            ProviderId::Anthropic => providers::anthropic::DEFAULT_BASE_URL,
+            ProviderId::Mistral => providers::mistral::DEFAULT_BASE_URL,
+            ProviderId::Ollama => providers::ollama::DEFAULT_BASE_URL,
+            ProviderId::Ovh => providers::ovh::DEFAULT_BASE_URL,
+        };
+        Some(crate::providers::ProviderConfig {
+            base_url: base.unwrap_or_else(|| default_base.to_owned()),
+            api_key: key,
+            timeout: self
+                .timeout(provider)
+                .unwrap_or(crate::gateway::DEFAULT_TIMEOUT),
+        })
+    }
+
     pub(crate) fn timeout(&self, provider: ProviderId) -> Option<Duration> {
         self.providers
             .get(provider.as_str())?

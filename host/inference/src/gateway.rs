@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::InferenceConfig;
-use crate::providers::{self, ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError};
+use crate::providers::{self, ChatOutcome, ChatRequest, Provider, UpstreamError};
 use crate::{Catalog, ModelInfo, ProviderId, RouteError, Selection, route};
 
 /// How long one upstream call may take by default.
@@ -99,27 +99,8 @@ impl Gateway {
         let client = reqwest::Client::new();
         let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
         for id in ProviderId::ALL {
-            let key = config.setting(id, "API_KEY", var);
-            let base = config.setting(id, "BASE_URL", var);
-            let available = match id {
-                ProviderId::Ollama => base.is_some(),
-                _ => key.is_some(),
-            };
-            if !available {
+            let Some(config) = config.provider(id, var) else {
                 continue;
-            }
-            let default_base = match id {
-                ProviderId::Openai => providers::openai::DEFAULT_BASE_URL,
-                ProviderId::Anthropic => providers::anthropic::DEFAULT_BASE_URL,
-                ProviderId::Mistral => providers::mistral::DEFAULT_BASE_URL,
-                ProviderId::Ollama => providers::ollama::DEFAULT_BASE_URL,
-                ProviderId::Ovh => providers::ovh::DEFAULT_BASE_URL,
-            };
-            let timeout = config.timeout(id).unwrap_or(DEFAULT_TIMEOUT);
-            let config = ProviderConfig {
-                base_url: base.unwrap_or_else(|| default_base.to_owned()),
-                api_key: key,
-                timeout,
             };
             let provider: Arc<dyn Provider> = match id {
                 ProviderId::Openai => Arc::new(providers::OpenAi::new(client.clone(), config)),

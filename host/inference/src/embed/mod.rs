@@ -22,8 +22,7 @@ use async_trait::async_trait;
 
 use crate::ProviderId;
 use crate::config::InferenceConfig;
-use crate::gateway::DEFAULT_TIMEOUT;
-use crate::providers::{self, ProviderConfig, UpstreamError};
+use crate::providers::UpstreamError;
 
 pub use remote::{OllamaEmbedder, OpenAiWireEmbedder};
 
@@ -177,24 +176,8 @@ impl Embedders {
         let client = reqwest::Client::new();
         let mut list: Vec<Arc<dyn Embedder>> = Vec::new();
         for id in [ProviderId::Ovh, ProviderId::Mistral, ProviderId::Ollama] {
-            let key = config.setting(id, "API_KEY", var);
-            let base = config.setting(id, "BASE_URL", var);
-            let available = match id {
-                ProviderId::Ollama => base.is_some(),
-                _ => key.is_some(),
-            };
-            if !available {
+            let Some(settings) = config.provider(id, var) else {
                 continue;
-            }
-            let default_base = match id {
-                ProviderId::Mistral => providers::mistral::DEFAULT_BASE_URL,
-                ProviderId::Ollama => providers::ollama::DEFAULT_BASE_URL,
-                _ => providers::ovh::DEFAULT_BASE_URL,
-            };
-            let settings = ProviderConfig {
-                base_url: base.unwrap_or_else(|| default_base.to_owned()),
-                api_key: key,
-                timeout: config.timeout(id).unwrap_or(DEFAULT_TIMEOUT),
             };
             list.push(match id {
                 ProviderId::Mistral => {

@@ -40,6 +40,28 @@ fn numbers(provider: &'static str, model: &str, value: &Value) -> Result<Vec<f32
         .collect()
 }
 
+/// Posts `body` to `url` (with the bearer key, when there is one) and reads the JSON answer.
+async fn post(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    provider: &'static str,
+    model: &str,
+    url: String,
+    body: Value,
+) -> Result<Value, EmbedError> {
+    let mut request = client.post(url).json(&body);
+    if let Some(key) = &config.api_key {
+        request = request.bearer_auth(key);
+    }
+    send_json(request, config.timeout)
+        .await
+        .map_err(|error| EmbedError::Upstream {
+            provider,
+            model: model.to_owned(),
+            error,
+        })
+}
+
 /// Mistral or OVH: the OpenAI embeddings wire format.
 pub struct OpenAiWireEmbedder {
     client: reqwest::Client,
@@ -75,21 +97,8 @@ impl OpenAiWireEmbedder {
     async fn call(&self, texts: &[String]) -> Result<Embedded, EmbedError> {
         let (provider, model) = (self.provider, self.model);
         let url = format!("{}/embeddings", self.config.base_url.trim_end_matches('/'));
-        let mut request = self.client.post(url).json(&json!({
-            "model": model,
-            "input": texts,
-            "encoding_format": "float",
-        }));
-        if let Some(key) = &self.config.api_key {
-            request = request.bearer_auth(key);
-        }
-        let answer = send_json(request, self.config.timeout)
-            .await
-            .map_err(|error| EmbedError::Upstream {
-                provider,
-                model: model.to_owned(),
-                error,
-            })?;
+        let body = json!({"model": model, "input": texts, "encoding_format": "float"});
+        let answer = post(&self.client, &self.config, provider, model, url, body).await?;
         let data = answer
             .get("data")
             .and_then(Value::as_array)
@@ -165,21 +174,8 @@ impl OllamaEmbedder {
     async fn call(&self, texts: &[String]) -> Result<Embedded, EmbedError> {
         let provider = "ollama";
         let url = format!("{}/api/embed", self.config.base_url.trim_end_matches('/'));
-        let mut request = self.client.post(url).json(&json!({
-            "model": BGE_M3,
-            "input": texts,
-            "truncate": true,
-        }));
-        if let Some(key) = &self.config.api_key {
-            request = request.bearer_auth(key);
-        }
-        let answer = send_json(request, self.config.timeout)
-            .await
-            .map_err(|error| EmbedError::Upstream {
-                provider,
-                model: BGE_M3.to_owned(),
-                error,
-            })?;
+        let body = json!({"model": BGE_M3, "input": texts, "truncate": true});
+        let answer = post(&self.client, &self.config, provider, BGE_M3, url, body).await?;
         let list = answer
             .get("embeddings")
             .and_then(Value::as_array)
