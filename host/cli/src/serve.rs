@@ -90,7 +90,13 @@ pub fn run(args: &Args) -> ExitCode {
         let default_embedder = embedders.default_embedder();
         tracing::info!(provider = default_embedder.provider(), model = default_embedder.model(), "default embedder");
         let vars: Vec<(String, String)> = std::env::vars().collect();
-        let rag = atrium_retrieval::RetrievalConfig::from_env(&args.data_dir, &vars);
+        let rag = match atrium_retrieval::RetrievalConfig::from_env(&args.data_dir, &vars) {
+            Ok(rag) => rag,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
         let retrieval = match atrium_retrieval::Retrieval::open(store.clone(), embedders.clone(), rag).await {
             Ok(r) => r,
             Err(e) => {

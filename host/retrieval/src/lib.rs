@@ -46,6 +46,10 @@ pub const MAX_QUERY_CHARS: usize = 10_000;
 pub const MAX_TITLE_CHARS: usize = 1_000;
 /// The `k` of reciprocal rank fusion.
 pub const RRF_K: f64 = 60.0;
+/// Default budget of the index cache shared by all tables, in MiB.
+pub const DEFAULT_INDEX_CACHE_MB: usize = 512;
+/// Default budget of the metadata cache shared by all tables, in MiB.
+pub const DEFAULT_METADATA_CACHE_MB: usize = 128;
 
 /// How retrieval is set up.
 #[derive(Debug, Clone)]
@@ -70,6 +74,10 @@ pub struct RetrievalConfig {
     pub max_document_chars: usize,
     /// Tables kept open at once.
     pub open_tables: usize,
+    /// Bytes of index data (vector partitions, full-text postings) cached across all tables.
+    pub index_cache_bytes: usize,
+    /// Bytes of table metadata (manifests, file footers) cached across all tables.
+    pub metadata_cache_bytes: usize,
     /// Limits of PDF text extraction.
     pub pdf: PdfLimits,
 }
@@ -86,14 +94,17 @@ impl RetrievalConfig {
             keep_versions_for: Duration::from_secs(600),
             max_document_chars: 2_000_000,
             open_tables: 512,
+            index_cache_bytes: DEFAULT_INDEX_CACHE_MB << 20,
+            metadata_cache_bytes: DEFAULT_METADATA_CACHE_MB << 20,
             pdf: PdfLimits::default(),
         }
     }
 
-    /// The configuration from the environment: `ATRIUM_RAG_URI` (default `<data dir>/rag`)
-    /// and, for object storage, every `ATRIUM_RAG_STORAGE_<OPTION>` as a storage option
-    /// (`ATRIUM_RAG_STORAGE_AWS_ENDPOINT=http://minio:9000` is `aws_endpoint`).
-    pub fn from_env(data_dir: &Path, vars: &[(String, String)]) -> Self {
+    /// The configuration from the environment: `ATRIUM_RAG_URI` (default `<data dir>/rag`);
+    /// for object storage, every `ATRIUM_RAG_STORAGE_<OPTION>` as a storage option
+    /// (`ATRIUM_RAG_STORAGE_AWS_ENDPOINT=http://minio:9000` is `aws_endpoint`); the cache
+    /// budgets `ATRIUM_RAG_INDEX_CACHE_MB` and `ATRIUM_RAG_METADATA_CACHE_MB`.
+    pub fn from_env(data_dir: &Path, vars: &[(String, String)]) -> Result<Self, String> {
         let get = |name: &str| {
             vars.iter()
                 .find(|(k, _)| k == name)
@@ -114,7 +125,24 @@ impl RetrievalConfig {
                     .map(|option| (option.to_ascii_lowercase(), v.clone()))
             })
             .collect();
-        config
+        let megabytes = |name: &str, default: usize| -> Result<usize, String> {
+            match get(name) {
+                None => Ok(default << 20),
+                Some(v) => v
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|mb| (1..=1 << 20).contains(mb))
+                    .map(|mb| mb << 20)
+                    .ok_or_else(|| {
+                        format!("{name} must be a whole number of MiB from 1 to 1048576, got `{v}`")
+                    }),
+            }
+        };
+        config.index_cache_bytes = megabytes("ATRIUM_RAG_INDEX_CACHE_MB", DEFAULT_INDEX_CACHE_MB)?;
+        config.metadata_cache_bytes =
+            megabytes("ATRIUM_RAG_METADATA_CACHE_MB", DEFAULT_METADATA_CACHE_MB)?;
+        Ok(config)
     }
 }
 
@@ -267,7 +295,14 @@ impl Retrieval {
             std::fs::create_dir_all(&config.uri)
                 .map_err(|e| storage(&format!("creating {}", config.uri), e))?;
         }
-        let mut connect = lancedb::connect(&config.uri);
+        // One session for every table: the caches are shared and bounded, however many
+        // collections the host serves.
+        let session = lancedb::Session::new(
+            config.index_cache_bytes,
+            config.metadata_cache_bytes,
+            Arc::new(lancedb::ObjectStoreRegistry::default()),
+        );
+        let mut connect = lancedb::connect(&config.uri).session(Arc::new(session));
         if !config.storage_options.is_empty() {
             connect = connect.storage_options(config.storage_options.clone());
         }
@@ -434,7 +469,7 @@ impl Retrieval {
             self.store
                 .finish_document(&collection.id, &document_id)
                 .await
-                .map_err(RetrievalError::from)
+                .map_err(|e| storage("marking the document indexed", e))
         }
         .await;
         if let Err(error) = written {
@@ -868,5 +903,49 @@ mod tests {
         assert!(!is_document_id("doc_0123456789abcdef0123456'"));
         assert!(!is_document_id("doc_' OR 1=1 --"));
         assert!(!is_document_id("col_0123456789abcdef01234567"));
+    }
+
+    #[test]
+    fn the_environment_sets_the_store_and_its_cache_budgets() {
+        let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let data = Path::new("/var/lib/atrium");
+        let config = RetrievalConfig::from_env(data, &[]).unwrap();
+        assert_eq!(config.uri, "/var/lib/atrium/rag");
+        assert_eq!(config.read_consistency, None);
+        assert_eq!(config.index_cache_bytes, 512 << 20);
+        assert_eq!(config.metadata_cache_bytes, 128 << 20);
+
+        let config = RetrievalConfig::from_env(
+            data,
+            &vars(&[
+                ("ATRIUM_RAG_URI", "s3://bucket/prefix"),
+                ("ATRIUM_RAG_STORAGE_AWS_REGION", "eu-west-3"),
+                ("ATRIUM_RAG_INDEX_CACHE_MB", "64"),
+                ("ATRIUM_RAG_METADATA_CACHE_MB", " 16 "),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.uri, "s3://bucket/prefix");
+        assert_eq!(config.read_consistency, Some(Duration::from_secs(1)));
+        assert_eq!(
+            config.storage_options,
+            vec![("aws_region".to_owned(), "eu-west-3".to_owned())]
+        );
+        assert_eq!(config.index_cache_bytes, 64 << 20);
+        assert_eq!(config.metadata_cache_bytes, 16 << 20);
+
+        for bad in ["0", "-1", "lots", "1.5", "2000000"] {
+            let err = RetrievalConfig::from_env(data, &vars(&[("ATRIUM_RAG_INDEX_CACHE_MB", bad)]))
+                .unwrap_err();
+            assert!(
+                err.contains("ATRIUM_RAG_INDEX_CACHE_MB") && err.contains(bad),
+                "{bad}: {err}"
+            );
+        }
     }
 }
