@@ -256,3 +256,102 @@ fn the_sandbox_reads_good_pdfs_and_contains_hostile_ones() {
             .contains("Still fine.")
     );
 }
+
+#[test]
+fn encrypted_pdfs_read_only_when_they_open_without_a_password() {
+    let limits = PdfLimits::default();
+    let locked =
+        atrium_test_artifacts::pdf::encrypted("Board minutes, strictly private.", "user secret");
+    assert!(locked.starts_with(b"%PDF-"));
+    let err = pdf::extract_text(&locked, limits).unwrap_err();
+    assert!(matches!(err, PdfError::Encrypted(_)), "{err:?}");
+    assert!(err.is_client_error());
+    assert!(err.to_string().contains("encrypted"), "{err}");
+
+    // Encrypted with an empty user password (only an owner password restricting printing or
+    // copying): every reader opens it without asking, and so does this one.
+    let open = atrium_test_artifacts::pdf::encrypted("Opening hours are nine to five.", "");
+    assert!(Document::load_mem(&open).unwrap().was_encrypted());
+    let text = pdf::extract_text(&open, limits).unwrap();
+    assert!(text.contains("Opening hours are nine to five."), "{text:?}");
+}
+
+/// Rows in a collection's LanceDB table, read by a connection of its own.
+async fn table_rows(dir: &std::path::Path, collection_id: &str) -> usize {
+    let db = lancedb::connect(dir.join("rag").to_str().unwrap())
+        .execute()
+        .await
+        .unwrap();
+    let table = db.open_table(collection_id).execute().await.unwrap();
+    table.count_rows(None).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_write_that_fails_after_the_chunks_are_appended_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, retrieval, org) = open(dir.path(), 10_000).await;
+    let (collection, _) = retrieval.create_collection(&org, "t", "c").await.unwrap();
+    let kept = retrieval
+        .add_document(&org, "t", "c", "Kept", text("kept", 1), "text")
+        .await
+        .unwrap();
+    let rows_before = table_rows(dir.path(), &collection.id).await;
+    assert_eq!(rows_before, usize::try_from(kept.document.chunks).unwrap());
+
+    // The database refuses to mark any document indexed: the failure comes after the chunks
+    // were appended to the table, the last step of a write.
+    let db = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("atrium.db").display()
+    ))
+    .await
+    .unwrap();
+    sqlx::query(
+        "CREATE TRIGGER refuse_indexed BEFORE UPDATE OF status ON rag_documents \
+         BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
+    let failed = retrieval
+        .add_document(&org, "t", "c", "Doomed", text("wombat", 2), "text")
+        .await
+        .expect_err("the last step fails");
+    let message = failed.to_string();
+    assert!(
+        message.contains("marking the document indexed") && message.contains("injected failure"),
+        "the error names the step: {message}"
+    );
+
+    // Nothing of it is left: no row in any state, no chunk, no match.
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM rag_documents")
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(rows, 1, "only the kept document's row");
+    assert_eq!(table_rows(dir.path(), &collection.id).await, rows_before);
+    let listed = retrieval.documents(&org, "t", "c").await.unwrap();
+    assert_eq!(listed.len(), 1);
+    let found = retrieval.query(&org, "t", "c", "wombat", 5).await.unwrap();
+    assert!(
+        found.matches.iter().all(|m| m.title == "Kept"),
+        "{:?}",
+        found.matches
+    );
+
+    // Once the database accepts writes again, the same document goes in whole.
+    sqlx::query("DROP TRIGGER refuse_indexed")
+        .execute(&db)
+        .await
+        .unwrap();
+    let added = retrieval
+        .add_document(&org, "t", "c", "Doomed", text("wombat", 2), "text")
+        .await
+        .unwrap();
+    assert_eq!(
+        table_rows(dir.path(), &collection.id).await,
+        rows_before + usize::try_from(added.document.chunks).unwrap()
+    );
+    let found = retrieval.query(&org, "t", "c", "wombat", 1).await.unwrap();
+    assert_eq!(found.matches[0].document_id, added.document.id);
+}

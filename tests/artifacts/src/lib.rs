@@ -9,7 +9,9 @@ include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 /// Test fixtures written with a PDF writer (lopdf).
 pub mod pdf {
     use lopdf::content::{Content, Operation};
-    use lopdf::{Document, Object, Stream, dictionary};
+    use lopdf::{
+        Document, EncryptionState, EncryptionVersion, Object, Permissions, Stream, dictionary,
+    };
 
     /// A PDF with one page per entry of `pages`, each line of a page drawn in Helvetica, one
     /// under the other.
@@ -60,5 +62,30 @@ pub mod pdf {
     /// A one-page PDF with one line of text.
     pub fn with_text(text: &str) -> Vec<u8> {
         with_pages(&[&[text]])
+    }
+
+    /// A one-page PDF with one line of text, encrypted with RC4 and a 128-bit key: opened by
+    /// `user_password` (empty: by anyone, as PDFs that only restrict printing or copying are).
+    pub fn encrypted(text: &str, user_password: &str) -> Vec<u8> {
+        let Ok(mut doc) = Document::load_mem(&with_text(text)) else {
+            return Vec::new();
+        };
+        let id = Object::string_literal(&b"atrium-fixture-1"[..]);
+        doc.trailer.set("ID", vec![id.clone(), id]);
+        let state = EncryptionState::try_from(EncryptionVersion::V2 {
+            document: &doc,
+            owner_password: "owner secret",
+            user_password,
+            key_length: 128,
+            permissions: Permissions::all(),
+        });
+        let mut bytes = Vec::new();
+        if let Ok(state) = state
+            && doc.encrypt(&state).is_ok()
+        {
+            // Writing to a Vec cannot fail.
+            let _ = doc.save_to(&mut bytes);
+        }
+        bytes
     }
 }

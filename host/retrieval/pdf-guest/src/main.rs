@@ -25,7 +25,9 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(pdf_extract::OutputError::PdfError(lopdf::Error::Decryption(e))) => {
+        Err(pdf_extract::OutputError::PdfError(
+            e @ (lopdf::Error::Decryption(_) | lopdf::Error::InvalidPassword),
+        )) => {
             eprintln!("encrypted: the PDF cannot be opened without its password ({e})");
             ExitCode::FAILURE
         }

@@ -515,6 +515,27 @@ async fn bad_files_and_fields_are_refused_with_what_is_wrong_and_nothing_is_stor
         "{body}"
     );
 
+    // A PDF that needs a password says so.
+    let (status, body) = send(
+        &state,
+        "POST",
+        "/v1/rag/c/files",
+        &key,
+        Some("t"),
+        Some("application/pdf"),
+        atrium_test_artifacts::pdf::encrypted("Salaries 2026", "user secret"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_error(&body, "unprocessable_document");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("encrypted"),
+        "{body}"
+    );
+
     // Multipart without a file part; too large a file.
     let (content_type, _) = multipart(b"x", "a.txt", "text/plain", None);
     let body = "--atrium-test-boundary-7d1c\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nNo file\r\n--atrium-test-boundary-7d1c--\r\n".to_owned();
