@@ -1,0 +1,225 @@
+//! Collections on S3-compatible object storage, configured the way `atrium serve` reads it
+//! (`ATRIUM_RAG_URI=s3://...` and `ATRIUM_RAG_STORAGE_*`), against a real S3 server: moto's,
+//! installed from PyPI into the build cache on first use and run on a free local port.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use atrium_inference::embed::Embedders;
+use atrium_retrieval::{Retrieval, RetrievalConfig};
+use atrium_store::Store;
+
+const BUCKET: &str = "atrium-rag";
+
+/// Runs moto's S3 server, creates the bucket, prints its endpoint, then answers each line
+/// (a key prefix) with the number of objects under it.
+const SERVER: &str = r#"
+import sys
+import boto3
+from moto.server import ThreadedMotoServer
+
+bucket = sys.argv[1]
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+host, port = server.get_host_and_port()
+endpoint = f"http://127.0.0.1:{port}"
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+                  aws_secret_access_key="test", region_name="us-east-1")
+s3.create_bucket(Bucket=bucket)
+print(endpoint, flush=True)
+for line in sys.stdin:
+    keys = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=line.strip()):
+        keys += len(page.get("Contents", []))
+    print(keys, flush=True)
+server.stop()
+"#;
+
+/// A directory holding moto, installed there when missing.
+fn python_path() -> PathBuf {
+    let base = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    );
+    let dir = base.join("python-moto");
+    let marker = dir.join("moto").join("server.py");
+    if !marker.exists() {
+        let status = Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-warn-conflicts",
+                "--root-user-action=ignore",
+                "--target",
+            ])
+            .arg(&dir)
+            .args(["moto[s3]>=5.1,<6", "flask>=3,<4", "flask-cors>=4,<7"])
+            .status()
+            .expect("python3 runs (the S3 test needs CPython 3 with pip)");
+        assert!(status.success(), "installing moto from PyPI failed");
+    }
+    dir
+}
+
+struct S3Server {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    endpoint: String,
+}
+
+impl S3Server {
+    fn start() -> S3Server {
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(SERVER)
+            .arg(BUCKET)
+            .env("PYTHONPATH", python_path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 starts");
+        let input = child.stdin.take().unwrap();
+        let mut output = BufReader::new(child.stdout.take().unwrap());
+        let mut endpoint = String::new();
+        output.read_line(&mut endpoint).unwrap();
+        let endpoint = endpoint.trim().to_owned();
+        assert!(
+            endpoint.starts_with("http://127.0.0.1:"),
+            "the S3 server did not start: {endpoint:?}"
+        );
+        S3Server {
+            child,
+            input,
+            output,
+            endpoint,
+        }
+    }
+
+    /// Objects in the bucket under `prefix`.
+    fn objects(&mut self, prefix: &str) -> usize {
+        writeln!(self.input, "{prefix}").unwrap();
+        self.input.flush().unwrap();
+        let mut line = String::new();
+        self.output.read_line(&mut line).unwrap();
+        line.trim().parse().unwrap()
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Text of about `sentences` sentences on `topic`.
+fn text(topic: &str, sentences: usize) -> String {
+    const WORDS: &[&str] = &[
+        "ledger", "harbor", "violet", "engine", "meadow", "copper", "signal", "orchard", "canvas",
+        "pillar", "summit", "lantern", "quarry", "falcon", "timber", "glacier",
+    ];
+    (0..sentences)
+        .map(|i| {
+            let a = WORDS[i % WORDS.len()];
+            let b = WORDS[(i * 7 + 3) % WORDS.len()];
+            format!("The {a} beside the {b} records {topic} once more, line {i}. ")
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collections_live_on_s3_compatible_storage() {
+    let mut s3 = tokio::task::spawn_blocking(S3Server::start).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let vars: Vec<(String, String)> = [
+        ("ATRIUM_RAG_URI", format!("s3://{BUCKET}/collections")),
+        ("ATRIUM_RAG_STORAGE_AWS_ENDPOINT", s3.endpoint.clone()),
+        ("ATRIUM_RAG_STORAGE_AWS_REGION", "us-east-1".into()),
+        ("ATRIUM_RAG_STORAGE_AWS_ACCESS_KEY_ID", "test".into()),
+        ("ATRIUM_RAG_STORAGE_AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("ATRIUM_RAG_STORAGE_ALLOW_HTTP", "true".into()),
+        ("UNRELATED", "ignored".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let mut config = RetrievalConfig::from_env(dir.path(), &vars).unwrap();
+    assert_eq!(config.uri, format!("s3://{BUCKET}/collections"));
+    assert_eq!(
+        config.storage_options.len(),
+        5,
+        "{:?}",
+        config.storage_options
+    );
+    assert_eq!(config.read_consistency, Some(Duration::from_secs(1)));
+    config.vector_index_rows = 200;
+
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    let org = store.create_key("acme", "k").await.unwrap().org_id;
+    let retrieval = Retrieval::open(store.clone(), Embedders::default(), config.clone())
+        .await
+        .unwrap();
+    retrieval
+        .create_collection(&org, "t", "notes")
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    let mut chunks = 0;
+    for topic in [
+        "aardvark", "bison", "caracal", "dugong", "echidna", "fossa", "gharial", "hoatzin",
+    ] {
+        let added = retrieval
+            .add_document(&org, "t", "notes", topic, text(topic, 500), "text")
+            .await
+            .unwrap();
+        chunks += added.document.chunks;
+        ids.push(added.document.id);
+    }
+    assert!(chunks >= 300, "{chunks} chunks");
+    let found = retrieval
+        .query(&org, "t", "notes", "dugong", 3)
+        .await
+        .unwrap();
+    assert_eq!(found.matches[0].document_id, ids[3], "{:?}", found.matches);
+
+    // The tables are objects in the bucket; nothing went to the local data directory.
+    assert!(s3.objects("collections/") > 0);
+    assert!(!dir.path().join("rag").exists());
+
+    // Upkeep works on object storage too: the vector index, compaction, old versions.
+    let report = retrieval.upkeep_once().await.unwrap();
+    assert_eq!(
+        (report.tables, report.vector_indexes, report.failed),
+        (1, 1, 0),
+        "{report:?}"
+    );
+    retrieval
+        .delete_document(&org, "t", "notes", &ids[3])
+        .await
+        .unwrap();
+    let found = retrieval
+        .query(&org, "t", "notes", "dugong", 3)
+        .await
+        .unwrap();
+    assert!(
+        found.matches.iter().all(|m| m.document_id != ids[3]),
+        "{:?}",
+        found.matches
+    );
+
+    // Another host (a new service on the same database and bucket) sees the same data.
+    let other = Retrieval::open(store, Embedders::default(), config)
+        .await
+        .unwrap();
+    let found = other.query(&org, "t", "notes", "hoatzin", 3).await.unwrap();
+    assert_eq!(found.matches[0].document_id, ids[7], "{:?}", found.matches);
+    assert_eq!(other.documents(&org, "t", "notes").await.unwrap().len(), 7);
+}
