@@ -44,7 +44,8 @@ impl Rng {
 /// A document of about `chunks` chunks: sentences of 8 to 16 words, Zipf-like word choice.
 fn document(words: &[String], rng: &mut Rng, chunks: usize) -> String {
     let mut text = String::new();
-    while text.len() < chunks * 850 {
+    // Chunks of up to 1,000 characters with 150 shared advance about 600 characters each.
+    while text.len() < chunks * 600 {
         let n = 8 + rng.next() % 9;
         for i in 0..n {
             // Skewed towards the first words, as natural text is.
@@ -113,7 +114,8 @@ async fn build(target: i64) -> Setup {
     let retrieval = Retrieval::open(
         store.clone(),
         Embedders::default(),
-        RetrievalConfig::local(&dir.path().join("rag")),
+        // The host's defaults, or what ATRIUM_RAG_* in the environment say.
+        RetrievalConfig::from_env(dir.path(), &std::env::vars().collect::<Vec<_>>()).unwrap(),
     )
     .await
     .unwrap();
@@ -146,6 +148,8 @@ async fn build(target: i64) -> Setup {
         took.as_secs_f64(),
         chunks as f64 / took.as_secs_f64()
     );
+    let (rss, peak) = memory();
+    println!("after ingesting: RSS {rss} MiB, peak {peak} MiB");
     let started = Instant::now();
     let report = retrieval.upkeep_once().await.unwrap();
     println!(
