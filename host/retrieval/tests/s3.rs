@@ -4,7 +4,6 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
@@ -38,35 +37,6 @@ for line in sys.stdin:
 server.stop()
 "#;
 
-/// A directory holding moto, installed there when missing.
-fn python_path() -> PathBuf {
-    let base = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
-        PathBuf::from,
-    );
-    let dir = base.join("python-moto");
-    let marker = dir.join("moto").join("server.py");
-    if !marker.exists() {
-        let status = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-warn-conflicts",
-                "--root-user-action=ignore",
-                "--target",
-            ])
-            .arg(&dir)
-            .args(["moto[s3]>=5.1,<6", "flask>=3,<4", "flask-cors>=4,<7"])
-            .status()
-            .expect("python3 runs (the S3 test needs CPython 3 with pip)");
-        assert!(status.success(), "installing moto from PyPI failed");
-    }
-    dir
-}
-
 struct S3Server {
     child: Child,
     input: ChildStdin,
@@ -80,7 +50,14 @@ impl S3Server {
             .arg("-c")
             .arg(SERVER)
             .arg(BUCKET)
-            .env("PYTHONPATH", python_path())
+            .env(
+                "PYTHONPATH",
+                atrium_test_artifacts::python::packages(
+                    "moto",
+                    "moto/server.py",
+                    &["moto[s3]>=5.1,<6", "flask>=3,<4", "flask-cors>=4,<7"],
+                ),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

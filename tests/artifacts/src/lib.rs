@@ -2,9 +2,54 @@
 //!
 //! The build script compiles the examples and the test guests to `wasm32-wasip2`; each
 //! constant names a component file, each `*_MANIFEST` its manifest. [`pdf`] writes PDF
-//! fixtures.
+//! fixtures; [`python`] installs the Python packages some tests run.
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
+
+/// Python packages from PyPI, for the tests that run a real client or server written in Python.
+pub mod python {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    /// A directory for `PYTHONPATH` holding `requirements`, installed there by `pip` on first
+    /// use: `<build cache>/python-<name>`, complete once `marker` (a path inside it) exists.
+    ///
+    /// # Panics
+    ///
+    /// When `python3 -m pip` cannot run or the install fails: the test cannot go on without it.
+    #[allow(clippy::panic)]
+    pub fn packages(name: &str, marker: &str, requirements: &[&str]) -> PathBuf {
+        let base = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+            PathBuf::from,
+        );
+        let dir = base.join(format!("python-{name}"));
+        if !dir.join(marker).exists() {
+            let status = Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--no-warn-conflicts",
+                    "--root-user-action=ignore",
+                    "--target",
+                ])
+                .arg(&dir)
+                .args(requirements)
+                .status()
+                .unwrap_or_else(|e| {
+                    panic!("python3 -m pip cannot run ({e}); the test needs CPython 3 with pip")
+                });
+            assert!(
+                status.success(),
+                "installing {requirements:?} from PyPI failed"
+            );
+        }
+        dir
+    }
+}
 
 /// Test fixtures written with a PDF writer (lopdf).
 pub mod pdf {

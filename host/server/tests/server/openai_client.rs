@@ -1,43 +1,12 @@
 //! The official `openai` Python package as a real client of the host: chat, streaming and
 //! models. The package is installed from PyPI into the build cache on first use.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
 use crate::chat::{Fakes, gateway};
 use crate::{stores, unique};
-
-/// A directory holding the `openai` package, installed there when missing.
-fn python_path() -> PathBuf {
-    let base = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
-        PathBuf::from,
-    );
-    let dir = base.join("python-openai");
-    let marker = dir.join("openai").join("__init__.py");
-    if !marker.exists() {
-        let status = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--target",
-            ])
-            .arg(&dir)
-            .arg("openai>=1.50,<4")
-            .status()
-            .expect("python3 runs (the end-to-end test needs CPython 3 with pip)");
-        assert!(
-            status.success(),
-            "installing the openai package from PyPI failed"
-        );
-    }
-    dir
-}
 
 const SCRIPT: &str = r#"
 import json, sys
@@ -78,7 +47,11 @@ print(json.dumps(out))
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_openai_python_client_works_unchanged() {
-    let path = python_path();
+    let path = atrium_test_artifacts::python::packages(
+        "openai",
+        "openai/__init__.py",
+        &["openai>=1.50,<4"],
+    );
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
     let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
