@@ -41,6 +41,31 @@ fn numbers(provider: &'static str, model: &str, value: &Value) -> Result<Vec<f32
 }
 
 /// Posts `body` to `url` (with the bearer key, when there is one) and reads the JSON answer.
+/// The answer's `field`, an array that must hold one entry per input.
+fn one_per_input<'a>(
+    provider: &'static str,
+    model: &str,
+    answer: &'a Value,
+    field: &str,
+    inputs: usize,
+) -> Result<&'a Vec<Value>, EmbedError> {
+    let list = answer.get(field).and_then(Value::as_array).ok_or_else(|| {
+        protocol(
+            provider,
+            model,
+            format!("the answer has no `{field}` array"),
+        )
+    })?;
+    if list.len() != inputs {
+        return Err(protocol(
+            provider,
+            model,
+            format!("{} embeddings for {inputs} inputs", list.len()),
+        ));
+    }
+    Ok(list)
+}
+
 async fn post(
     client: &reqwest::Client,
     config: &ProviderConfig,
@@ -99,17 +124,7 @@ impl OpenAiWireEmbedder {
         let url = format!("{}/embeddings", self.config.base_url.trim_end_matches('/'));
         let body = json!({"model": model, "input": texts, "encoding_format": "float"});
         let answer = post(&self.client, &self.config, provider, model, url, body).await?;
-        let data = answer
-            .get("data")
-            .and_then(Value::as_array)
-            .ok_or_else(|| protocol(provider, model, "the answer has no `data` array"))?;
-        if data.len() != texts.len() {
-            return Err(protocol(
-                provider,
-                model,
-                format!("{} embeddings for {} inputs", data.len(), texts.len()),
-            ));
-        }
+        let data = one_per_input(provider, model, &answer, "data", texts.len())?;
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         for (position, item) in data.iter().enumerate() {
             let index = match item.get("index").and_then(Value::as_u64) {
@@ -176,17 +191,7 @@ impl OllamaEmbedder {
         let url = format!("{}/api/embed", self.config.base_url.trim_end_matches('/'));
         let body = json!({"model": BGE_M3, "input": texts, "truncate": true});
         let answer = post(&self.client, &self.config, provider, BGE_M3, url, body).await?;
-        let list = answer
-            .get("embeddings")
-            .and_then(Value::as_array)
-            .ok_or_else(|| protocol(provider, BGE_M3, "the answer has no `embeddings` array"))?;
-        if list.len() != texts.len() {
-            return Err(protocol(
-                provider,
-                BGE_M3,
-                format!("{} embeddings for {} inputs", list.len(), texts.len()),
-            ));
-        }
+        let list = one_per_input(provider, BGE_M3, &answer, "embeddings", texts.len())?;
         let vectors = list
             .iter()
             .map(|v| checked(provider, BGE_M3, numbers(provider, BGE_M3, v)?))

@@ -563,22 +563,21 @@ async fn bad_files_and_fields_are_refused_with_what_is_wrong_and_nothing_is_stor
     .await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{err}");
 
-    for (body, param) in [
-        (json!({"text": "no title"}), "title"),
-        (json!({"title": "no text"}), "text"),
-        (json!({"title": 3, "text": "x"}), "title"),
-        (json!({"title": "  ", "text": "x"}), "title"),
+    const DOCS: &str = "/v1/rag/c/documents";
+    const QUERY: &str = "/v1/rag/c/query";
+    for (path, body, param) in [
+        (DOCS, json!({"text": "no title"}), "title"),
+        (DOCS, json!({"title": "no text"}), "text"),
+        (DOCS, json!({"title": 3, "text": "x"}), "title"),
+        (DOCS, json!({"title": "  ", "text": "x"}), "title"),
+        (QUERY, json!({}), "query"),
+        (QUERY, json!({"query": ""}), "query"),
+        (QUERY, json!({"query": "x", "top_k": 0}), "top_k"),
+        (QUERY, json!({"query": "x", "top_k": 51}), "top_k"),
+        (QUERY, json!({"query": "x", "top_k": "five"}), "top_k"),
     ] {
-        let (status, err) = json_call(
-            &state,
-            "POST",
-            "/v1/rag/c/documents",
-            &key,
-            "t",
-            Some(body.clone()),
-        )
-        .await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");
+        let (status, err) = json_call(&state, "POST", path, &key, "t", Some(body.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path} {body}: {err}");
         assert_eq!(err["error"]["param"], param, "{err}");
     }
     let (status, _) = json_call(
@@ -591,26 +590,6 @@ async fn bad_files_and_fields_are_refused_with_what_is_wrong_and_nothing_is_stor
     )
     .await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
-
-    for (body, param) in [
-        (json!({}), "query"),
-        (json!({"query": ""}), "query"),
-        (json!({"query": "x", "top_k": 0}), "top_k"),
-        (json!({"query": "x", "top_k": 51}), "top_k"),
-        (json!({"query": "x", "top_k": "five"}), "top_k"),
-    ] {
-        let (status, err) = json_call(
-            &state,
-            "POST",
-            "/v1/rag/c/query",
-            &key,
-            "t",
-            Some(body.clone()),
-        )
-        .await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");
-        assert_eq!(err["error"]["param"], param, "{err}");
-    }
 
     // An unknown collection is a 404 everywhere.
     for (method, path, body) in [
