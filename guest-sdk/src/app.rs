@@ -29,7 +29,7 @@ pub struct ToolOptions<'s> {
 const HOOKS: [&str; 4] = ["on_install", "on_uninstall", "on_inbound", "on_user_added"];
 
 /// An app: its manifest and the handlers registered for it. Every registration is checked
-/// against the manifest (spec section 7 and Appendix C) and fails with a
+/// against the manifest (docs/sdk.md, "Registration rules") and fails with a
 /// [`RegistrationError`] that names the rule.
 pub struct App {
     manifest: &'static ManifestInfo,
@@ -415,7 +415,7 @@ impl App {
     }
 
     /// Runs the handler of an event; `no-handler` when none is registered (the platform turns
-    /// it into the spec's `{ok: false, no_handler: true}`).
+    /// it into `{ok: false, no_handler: true}` of docs/wit.md).
     pub fn event(&self, ctx: &Ctx<'_>, event: AppEvent) -> Result<String, HandlerError> {
         let handler = self
             .events

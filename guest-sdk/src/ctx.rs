@@ -1,7 +1,8 @@
-//! `Ctx`: what a handler reaches the platform through (the spec's `ctx`).
+//! `Ctx`: what a handler reaches the platform through (`ctx`, docs/sdk.md).
 
 use std::cell::OnceCell;
 
+use atrium_manifest::sandbox::{Decision, ToolRefusal};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -81,7 +82,7 @@ pub struct OutboundRequest {
     pub body: Vec<u8>,
 }
 
-/// The context of one call. Its fields mirror the spec's `ctx`: `ctx.tools.call(...)`,
+/// The context of one call. Its fields mirror `ctx` of docs/sdk.md: `ctx.tools.call(...)`,
 /// `ctx.secrets.get(...)`, `ctx.rooms.post(...)`, and so on.
 pub struct Ctx<'a> {
     backend: &'a dyn Backend,
@@ -188,20 +189,18 @@ impl Tools<'_> {
         name: &str,
         args: impl Serialize,
     ) -> Result<T, ToolCallError> {
-        let bad = |message: String| ToolCallError {
-            tool_name: name.to_owned(),
-            decision: "invalid_arguments".into(),
-            message,
-            needed_scopes: Vec::new(),
-        };
-        let args = serde_json::to_string(&args)
-            .map_err(|e| bad(format!("the arguments do not serialize: {e}")))?;
+        let bad = |message: String| ToolRefusal::new(name, Decision::InvalidArguments, message);
+        let args = serde_json::to_string(&args).map_err(|e| {
+            ToolCallError::from(bad(format!("the arguments do not serialize: {e}")))
+        })?;
         let result = self.0.call_tool(name, &args)?;
-        serde_json::from_str(&result).map_err(|e| ToolCallError {
-            tool_name: name.to_owned(),
-            decision: "invalid_result".into(),
-            message: format!("the result does not have the expected shape: {e}"),
-            needed_scopes: Vec::new(),
+        serde_json::from_str(&result).map_err(|e| {
+            ToolRefusal::new(
+                name,
+                Decision::InvalidResult,
+                format!("the result does not have the expected shape: {e}"),
+            )
+            .into()
         })
     }
 }
@@ -212,7 +211,7 @@ pub struct Secrets<'a>(&'a dyn Backend);
 
 impl Secrets<'_> {
     /// A secret's value, or none when it is not set, the key is malformed, or the platform
-    /// cannot be reached (the spec: `get` returns null and does not throw).
+    /// cannot be reached (`get` returns none and never fails, docs/sdk.md).
     pub fn get(&self, key: &str) -> Option<String> {
         atrium_manifest::rules::is_secret_key(key)
             .then(|| self.0.secret(key))

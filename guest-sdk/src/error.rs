@@ -79,7 +79,7 @@ impl From<Error> for HandlerError {
     }
 }
 
-/// A registration broke a rule of spec section 7 / Appendix C. The app cannot serve calls
+/// A registration broke a rule of docs/sdk.md. The app cannot serve calls
 /// until it is fixed; the host's health check reports the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistrationError {
@@ -117,3 +117,20 @@ impl std::fmt::Display for RegistrationError {
 }
 
 impl std::error::Error for RegistrationError {}
+
+impl From<atrium_manifest::sandbox::ToolRefusal> for ToolCallError {
+    fn from(r: atrium_manifest::sandbox::ToolRefusal) -> Self {
+        ToolCallError {
+            tool_name: r.tool_name,
+            decision: r.decision.as_str().to_owned(),
+            message: r.message,
+            needed_scopes: r.needed_scopes,
+        }
+    }
+}
+
+impl From<atrium_manifest::sandbox::AgentRefusal> for AgentCallError {
+    fn from(r: atrium_manifest::sandbox::AgentRefusal) -> Self {
+        AgentCallError { reason: r.reason }
+    }
+}

@@ -2,7 +2,7 @@
 //!
 //! An app embeds its manifest (validated at build time), registers its handlers on an [`App`],
 //! and exports them with [`export!`]. Handlers reach the platform through [`Ctx`], whose fields
-//! mirror the spec's `ctx`: `ctx.tools.call`, `ctx.secrets.get`, `ctx.config`, `ctx.rooms.post`,
+//! mirror `ctx` of docs/sdk.md: `ctx.tools.call`, `ctx.secrets.get`, `ctx.config`, `ctx.rooms.post`,
 //! `ctx.team.delegate`, `ctx.apps.invoke` / `fetch`, `ctx.events.emit`, `ctx.agent.ask`,
 //! `ctx.commitments.add`, `ctx.logger`, and `ctx.public_callback_url(path)`.
 //!
@@ -27,7 +27,7 @@
 //! atrium_sdk::export!(app);
 //! ```
 //!
-//! Registration rules (spec section 7, Appendix C) are checked when the app is built, which
+//! Registration rules (docs/sdk.md) are checked when the app is built, which
 //! happens at the start of every call: a lifecycle handler needs its flag, a schedule its name,
 //! an event handler a subscription, a route its `http_routes` entry, `scopes_required` must be
 //! inside `required_scopes`, and nothing may be registered twice. Handlers are plain functions:
@@ -70,7 +70,7 @@ pub use ctx::{
 };
 pub use error::{Error, RegistrationError, RegistrationErrorKind};
 pub use manifest::{
-    LifecycleInfo, ManifestError, ManifestInfo, RouteInfo, SubscriptionInfo, ToolInfo,
+    AgentInfo, LifecycleInfo, ManifestError, ManifestInfo, RouteInfo, SubscriptionInfo, ToolInfo,
     load_manifest, load_manifest_from_str,
 };
 

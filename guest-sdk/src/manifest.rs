@@ -19,8 +19,8 @@ pub struct ManifestInfo {
     pub tools: &'static [ToolInfo],
     /// `lifecycle`.
     pub lifecycle: LifecycleInfo,
-    /// Agent slugs (`agent` is `default`).
-    pub agents: &'static [&'static str],
+    /// `agents` (the single `agent` has the slug `default`).
+    pub agents: &'static [AgentInfo],
     /// `emits`.
     pub emits: &'static [&'static str],
     /// `subscribes_to`.
@@ -42,6 +42,19 @@ pub struct ToolInfo {
     pub scopes_required: &'static [&'static str],
     /// `agent_visible`.
     pub agent_visible: bool,
+}
+
+/// One declared agent.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentInfo {
+    /// The slug (`default` for the single `agent`).
+    pub id: &'static str,
+    /// The display name.
+    pub name: &'static str,
+    /// `team`: the agents it may delegate to.
+    pub team: &'static [&'static str],
+    /// Whether it is the app's default agent.
+    pub is_default: bool,
 }
 
 /// `lifecycle`.
@@ -81,7 +94,50 @@ pub struct RouteInfo {
     pub public: bool,
 }
 
-/// The manifest could not be loaded: it does not parse or breaks the schema (Appendix C).
+/// The sandbox rules read the embedded manifest through this, as the host reads its own.
+impl atrium_manifest::sandbox::Declarations for ManifestInfo {
+    fn app_id(&self) -> &str {
+        self.app_id
+    }
+
+    fn agent_ids(&self) -> Vec<&str> {
+        self.agents.iter().map(|a| a.id).collect()
+    }
+
+    fn agent_name(&self, slug: &str) -> Option<&str> {
+        self.agents.iter().find(|a| a.id == slug).map(|a| a.name)
+    }
+
+    fn agent_team(&self, slug: &str) -> Vec<&str> {
+        self.agents
+            .iter()
+            .find(|a| a.id == slug)
+            .map(|a| a.team.to_vec())
+            .unwrap_or_default()
+    }
+
+    fn default_agent(&self) -> Option<&str> {
+        self.agents.iter().find(|a| a.is_default).map(|a| a.id)
+    }
+
+    fn emits(&self) -> Vec<&str> {
+        self.emits.to_vec()
+    }
+
+    fn required_scopes(&self) -> Vec<&str> {
+        self.required_scopes.to_vec()
+    }
+
+    fn public_routes(&self) -> Vec<&str> {
+        self.routes
+            .iter()
+            .filter(|r| r.public)
+            .map(|r| r.path)
+            .collect()
+    }
+}
+
+/// The manifest could not be loaded: it does not parse or breaks the schema (docs/sdk.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManifestError {
     /// One line per problem: `path: message [code] (line L, column C)`.
@@ -96,7 +152,7 @@ impl std::fmt::Display for ManifestError {
 
 impl std::error::Error for ManifestError {}
 
-/// Loads and strictly validates a manifest from text (the spec's `loadManifestFromString`).
+/// Loads and strictly validates a manifest from text (`loadManifestFromString` in docs/sdk.md).
 pub fn load_manifest_from_str(text: &str) -> Result<atrium_manifest::Manifest, ManifestError> {
     let validation = atrium_manifest::validate(text);
     let problems: Vec<String> = validation.errors().map(ToString::to_string).collect();
@@ -106,7 +162,7 @@ pub fn load_manifest_from_str(text: &str) -> Result<atrium_manifest::Manifest, M
     }
 }
 
-/// Loads and strictly validates a manifest file (the spec's `loadManifest`).
+/// Loads and strictly validates a manifest file (`loadManifest` in docs/sdk.md).
 pub fn load_manifest(path: impl AsRef<Path>) -> Result<atrium_manifest::Manifest, ManifestError> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path).map_err(|e| ManifestError {

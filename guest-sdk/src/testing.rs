@@ -1,6 +1,5 @@
 //! Native test helpers: run an app's handlers without wasm, against mock tools, secrets,
-//! settings and rooms (the spec's test helpers: mock tools and secrets, `MockRooms`,
-//! `simulate_event`).
+//! settings and rooms (mock tools and secrets, `MockRooms`, `simulate_event`; docs/sdk.md).
 //!
 //! ```ignore
 //! let client = TestClient::new(app()).unwrap()
@@ -10,17 +9,21 @@
 //! assert_eq!(client.rooms.posts().len(), 0);
 //! ```
 //!
-//! Mocks follow the platform's rules where the rule belongs to the platform side: a tool that
-//! is not mocked fails with decision `unmocked`; a tool mocked with scopes the test did not
-//! grant fails with `scope_denied`; a post from an agent the manifest does not declare fails;
-//! an emit of an event not in `emits` fails; chain depth above 8 is refused.
+//! Every call the app makes goes through the host's own sandbox rules
+//! ([`atrium_manifest::sandbox`]), so a native test fails where the real host would refuse, with
+//! the same decision and message: a post from an agent the manifest does not declare, empty or
+//! oversized content, non-object metadata, a delegation outside the caller's team, an emit of
+//! an event not in `emits`, a chain deeper than the host allows. Beyond those rules the mocks
+//! answer: a tool that is not mocked fails with decision `unmocked`; a tool mocked with scopes
+//! the test did not grant fails with `scope_denied`.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use atrium_manifest::sandbox::{self, ChainContext, Decision, EgressPolicy, ToolRefusal};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::http::{Request, Response};
 use crate::{
@@ -42,7 +45,7 @@ pub struct RecordedPost {
     pub metadata: Option<Value>,
 }
 
-/// Records every `ctx.rooms.post` call (the spec's `MockRooms`).
+/// Records every `ctx.rooms.post` call (`MockRooms`, docs/sdk.md).
 #[derive(Debug, Clone, Default)]
 pub struct MockRooms {
     posts: Rc<RefCell<Vec<RecordedPost>>>,
@@ -85,29 +88,17 @@ struct MockBackend {
     rooms: MockRooms,
 }
 
-fn tool_error(tool: &str, decision: &str, message: String) -> ToolCallError {
-    ToolCallError {
-        tool_name: tool.to_owned(),
-        decision: decision.to_owned(),
-        message,
-        needed_scopes: Vec::new(),
-    }
-}
-
 impl MockBackend {
-    fn nested(&self, target: String) -> Result<(), AgentCallError> {
-        if self.info.chain_depth + 1 > 8 {
-            return Err(AgentCallError {
-                reason: "chain depth exceeded: the limit is 8".into(),
-            });
+    /// The chain the call runs in, as the host would hand it to the app.
+    fn chain(&self) -> ChainContext {
+        ChainContext {
+            depth: self.info.chain_depth,
+            visited: self.info.visited_agents.clone(),
         }
-        if self.info.public_route {
-            return Err(AgentCallError {
-                reason: "not available on a public route".into(),
-            });
-        }
-        self.state.borrow_mut().agent_calls.push(target);
-        Ok(())
+    }
+
+    fn record_agent_call(&self, call: String) {
+        self.state.borrow_mut().agent_calls.push(call);
     }
 }
 
@@ -117,14 +108,7 @@ impl Backend for MockBackend {
     }
 
     fn public_callback_url(&self, path: &str) -> Result<String, String> {
-        let public = self
-            .manifest
-            .routes
-            .iter()
-            .any(|r| r.public && atrium_manifest::match_route(r.path, path).is_some());
-        if !public {
-            return Err(format!("`{path}` matches no public route of this app"));
-        }
+        sandbox::public_callback_path(self.manifest, path)?;
         Ok(format!(
             "http://127.0.0.1:8787/api/apps/{}/public/t/{}{path}",
             self.info.app_id, self.info.tenant_id
@@ -132,31 +116,20 @@ impl Backend for MockBackend {
     }
 
     fn call_tool(&self, name: &str, args: &str) -> Result<String, ToolCallError> {
-        let args: Value = serde_json::from_str(args)
-            .map_err(|e| tool_error(name, "invalid_arguments", e.to_string()))?;
+        let args = sandbox::tool_arguments(name, args)?;
         let mut state = self.state.borrow_mut();
         state.tool_calls.push((name.to_owned(), args));
         let Some(tool) = state.tools.get(name) else {
-            return Err(tool_error(
+            return Err(ToolRefusal::new(
                 name,
-                "unmocked",
+                Decision::Unmocked,
                 format!("tool `{name}` is not mocked"),
-            ));
+            )
+            .into());
         };
-        let needed: Vec<String> = tool
-            .scopes
-            .iter()
-            .filter(|s| !state.granted.contains(*s))
-            .cloned()
-            .collect();
-        if !needed.is_empty() {
-            return Err(ToolCallError {
-                tool_name: name.to_owned(),
-                decision: "scope_denied".into(),
-                message: format!("tool `{name}` needs scopes {}", needed.join(", ")),
-                needed_scopes: needed,
-            });
-        }
+        sandbox::tool_scopes(self.manifest, name, &tool.scopes, |s| {
+            state.granted.contains(s)
+        })?;
         tool.answer.clone().map(|v| v.to_string())
     }
 
@@ -179,30 +152,13 @@ impl Backend for MockBackend {
         from_agent: &str,
         metadata: Option<&str>,
     ) -> Result<RoomPost, ToolCallError> {
-        if from_agent.is_empty() {
-            return Err(tool_error(
-                "rooms.post",
-                "invalid_arguments",
-                "from_agent is required".into(),
-            ));
-        }
-        if !self.manifest.agents.contains(&from_agent) {
-            return Err(tool_error(
-                "rooms.post",
-                "unknown_agent",
-                format!("`{from_agent}` is not an agent of this app"),
-            ));
-        }
-        let metadata = metadata
-            .map(serde_json::from_str::<Value>)
-            .transpose()
-            .map_err(|e| tool_error("rooms.post", "invalid_arguments", e.to_string()))?;
+        let checked = sandbox::room_post(self.manifest, from_agent, content, metadata)?;
         let mut posts = self.rooms.posts.borrow_mut();
         posts.push(RecordedPost {
             room_id: room_id.to_owned(),
             content: content.to_owned(),
             from_agent: from_agent.to_owned(),
-            metadata: metadata.clone(),
+            metadata: metadata.map(|_| checked.metadata.clone()),
         });
         Ok(RoomPost {
             message: RoomMessage {
@@ -210,11 +166,11 @@ impl Backend for MockBackend {
                 room_id: room_id.to_owned(),
                 tenant_id: self.info.tenant_id.clone(),
                 sender_type: SenderType::Agent,
-                sender_ref: format!("{}:{from_agent}", self.info.app_id),
-                sender_display: from_agent.to_owned(),
+                sender_ref: checked.sender_ref,
+                sender_display: checked.sender_display,
                 content: content.to_owned(),
-                mentions: Vec::new(),
-                metadata: metadata.unwrap_or_else(|| json!({})).to_string(),
+                mentions: sandbox::extract_mentions(content),
+                metadata: checked.metadata.to_string(),
                 created_at: "2026-01-01T00:00:00Z".into(),
             },
             routed_targets: Vec::new(),
@@ -227,17 +183,20 @@ impl Backend for MockBackend {
         prompt: &str,
         from_agent: &str,
     ) -> Result<String, AgentCallError> {
-        if from_agent.is_empty() {
-            return Err(AgentCallError {
-                reason: "from_agent is required".into(),
-            });
-        }
-        self.nested(format!("delegate {target}"))?;
+        sandbox::delegate(
+            self.manifest,
+            &self.chain(),
+            self.info.public_route,
+            target,
+            from_agent,
+        )?;
+        self.record_agent_call(format!("delegate {target}"));
         Ok(format!("[{}:{target}] {prompt}", self.info.app_id))
     }
 
     fn invoke(&self, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError> {
-        self.nested(format!("invoke {app}:{agent}"))?;
+        sandbox::invoke(&self.chain(), self.info.public_route, app, agent)?;
+        self.record_agent_call(format!("invoke {app}:{agent}"));
         Ok(format!("[{app}:{agent}] {prompt}"))
     }
 
@@ -248,7 +207,8 @@ impl Backend for MockBackend {
         method: &str,
         _body: Option<&[u8]>,
     ) -> Result<FetchResponse, AgentCallError> {
-        self.nested(format!("fetch {app} {method} {path}"))?;
+        let (method, _) = sandbox::fetch(&self.chain(), path, method)?;
+        self.record_agent_call(format!("fetch {app} {} {path}", method.as_str()));
         Ok(FetchResponse {
             status: 200,
             headers: Vec::new(),
@@ -257,19 +217,13 @@ impl Backend for MockBackend {
     }
 
     fn emit(&self, name: &str, payload: &str) -> Result<EmitResult, AgentCallError> {
-        if !self.manifest.emits.contains(&name) {
-            return Err(AgentCallError {
-                reason: format!("event `{name}` is not declared in the manifest's emits"),
-            });
-        }
-        if self.info.public_route {
-            return Err(AgentCallError {
-                reason: "events.emit is not available on a public route".into(),
-            });
-        }
-        let payload: Value = serde_json::from_str(payload).map_err(|e| AgentCallError {
-            reason: e.to_string(),
-        })?;
+        let (payload, _) = sandbox::emit(
+            self.manifest,
+            &self.chain(),
+            self.info.public_route,
+            name,
+            payload,
+        )?;
         self.state
             .borrow_mut()
             .emitted
@@ -282,11 +236,9 @@ impl Backend for MockBackend {
     }
 
     fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError> {
-        let agent = agent
-            .or_else(|| self.manifest.agents.first().copied())
-            .unwrap_or("default");
-        self.nested(format!("ask {agent}"))?;
-        Ok(format!("[{}:{agent}] {prompt}", self.info.app_id))
+        let (slug, _) = sandbox::ask(self.manifest, &self.chain(), agent)?;
+        self.record_agent_call(format!("ask {slug}"));
+        Ok(format!("[{}:{slug}] {prompt}", self.info.app_id))
     }
 
     fn add_commitment(
@@ -296,6 +248,7 @@ impl Backend for MockBackend {
         from_agent: &str,
         due_at: Option<&str>,
     ) -> Result<String, ToolCallError> {
+        sandbox::commitment(self.manifest, title, from_agent, due_at)?;
         let mut state = self.state.borrow_mut();
         state.commitments.push((
             title.to_owned(),
@@ -319,19 +272,15 @@ impl Backend for MockBackend {
             .split("://")
             .nth(1)
             .unwrap_or("")
-            .split(['/', '?', ':'])
+            .split(['/', '?'])
             .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        let allowed = self
-            .manifest
-            .egress_hosts
-            .iter()
-            .any(|h| match h.strip_prefix("*.") {
-                Some(suffix) => host.ends_with(&format!(".{suffix}")),
-                None => h.eq_ignore_ascii_case(&host),
-            });
-        if !allowed {
+            .unwrap_or("");
+        // Strip the port, keeping a bracketed IPv6 address whole.
+        let host = match host.rsplit_once(':') {
+            Some((name, port)) if !port.contains(']') => name,
+            _ => host,
+        };
+        if !EgressPolicy::new(self.manifest.egress_hosts.iter().copied()).allows(host) {
             return Err(format!(
                 "request refused: HttpRequestDenied (`{host}` is not in network.egress_hosts)"
             ));
@@ -521,7 +470,7 @@ impl TestClient {
         serde_json::from_str(&result).map_err(|e| HandlerError::Failed(e.to_string()))
     }
 
-    /// Delivers an event as the platform would (the spec's `simulate_event`). Without
+    /// Delivers an event as the platform would (`simulate_event`, docs/sdk.md). Without
     /// `emitter_app_id`, the emitter is the first the manifest subscribes to for that name.
     pub fn simulate_event(
         &self,

@@ -76,7 +76,11 @@ fn info_tokens(m: &Manifest, path: &str) -> proc_macro2::TokenStream {
     let (on_install, on_uninstall, on_inbound, on_user_added) =
         (l.on_install, l.on_uninstall, l.on_inbound, l.on_user_added);
     let schedules = strs(l.schedules.iter().map(|s| &s.name));
-    let agents = strs(m.agents.iter().map(|a| &a.id));
+    let agents = m.agents.iter().map(|a| {
+        let (id, name, is_default) = (&a.id, &a.name, a.is_default);
+        let team = strs(&a.team);
+        quote! { ::atrium_sdk::AgentInfo { id: #id, name: #name, team: #team, is_default: #is_default } }
+    });
     let emits = strs(&m.emits);
     let subscriptions = m.subscribes_to.iter().map(|s| {
         let (emitter, event) = (&s.emitter_app, &s.event_name);
@@ -106,7 +110,7 @@ fn info_tokens(m: &Manifest, path: &str) -> proc_macro2::TokenStream {
                 on_user_added: #on_user_added,
                 schedules: #schedules,
             },
-            agents: #agents,
+            agents: &[#(#agents),*],
             emits: #emits,
             subscriptions: &[#(#subscriptions),*],
             routes: &[#(#routes),*],

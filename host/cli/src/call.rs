@@ -356,7 +356,7 @@ async fn dispatch(args: &Args, app: &App, inv: &Invocation) -> Result<String, Fa
             sender_type: SenderType::User,
             sender_ref: "user:00000000-0000-4000-8000-000000000001".into(),
             sender_display: "Local User".into(),
-            mentions: atrium_runtime::memory::extract_mentions(&content),
+            mentions: atrium_manifest::sandbox::extract_mentions(&content),
             content,
             metadata: "{}".into(),
             created_at: jiff::Timestamp::now().to_string(),

@@ -35,6 +35,7 @@ mod model;
 mod problem;
 mod read;
 pub mod rules;
+pub mod sandbox;
 pub mod templates;
 mod tree;
 mod validate;
@@ -110,22 +111,22 @@ pub fn validate_as(text: &str, format: Format) -> Validation {
     }
 }
 
-/// Validates and returns the manifest, or a [`ManifestError`] holding every problem.
-pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
+/// Validates and returns the manifest, or a [`InvalidManifest`] holding every problem.
+pub fn parse(text: &str) -> Result<Manifest, InvalidManifest> {
     let validation = validate(text);
-    validation.manifest.ok_or(ManifestError {
+    validation.manifest.ok_or(InvalidManifest {
         problems: validation.problems,
     })
 }
 
 /// A manifest that failed to parse or validate.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ManifestError {
+pub struct InvalidManifest {
     /// Every problem found (errors and warnings).
     pub problems: Vec<Problem>,
 }
 
-impl fmt::Display for ManifestError {
+impl fmt::Display for InvalidManifest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let errors: Vec<&Problem> = self.problems.iter().filter(|p| p.is_error()).collect();
         write!(
@@ -141,4 +142,4 @@ impl fmt::Display for ManifestError {
     }
 }
 
-impl std::error::Error for ManifestError {}
+impl std::error::Error for InvalidManifest {}

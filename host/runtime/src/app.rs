@@ -11,15 +11,16 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::p2::bindings::exports::wasi::http::incoming_handler::GuestIndices as HttpIndices;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpView};
 
+use crate::EgressPolicy;
 use crate::bindings::exports::atrium::app::handlers::{
     Guest as Handlers, GuestIndices as HandlerIndices,
 };
 use crate::cache::CacheOutcome;
-use crate::egress::{EgressHooks, EgressPolicy};
+use crate::egress::EgressHooks;
 use crate::engine::{MAX_MEMORY_MB, RuntimeInner};
 use crate::limits::{CpuClock, DeadlineExceeded, MemoryCap, MemoryCapExceeded};
 use crate::logs::{CallTags, LogPipe, LogSink, Stream};
-use crate::state::CallState;
+use crate::state::{CallContext, CallState};
 use crate::{
     AppEvent, CallError, CallInfo, Caller, HandlerError, InboundEnvelope, Invocation, LoadError,
     Registration, RoomMessage, Runtime, UserAdded,
@@ -536,12 +537,14 @@ impl App {
             },
             clock: CpuClock::new(m.runtime.resources.cpu_cores, config.deadline),
             log,
-            call,
-            chain: inv.chain.clone(),
-            manifest: app.manifest.clone(),
+            call: CallContext {
+                info: call,
+                chain: inv.chain.clone(),
+                manifest: app.manifest.clone(),
+                platform: inv.platform.clone(),
+            },
             granted_scopes: Arc::new(inv.granted_scopes.clone()),
             settings: Arc::new(inv.settings.clone()),
-            platform: inv.platform.clone(),
         };
         let mut store = Store::new(&app.runtime.engine, state);
         store.limiter(|s| &mut s.memory);

@@ -41,7 +41,7 @@ pub enum CallError {
     /// The app does not export what the call needs (for example no HTTP routes).
     #[error("not supported by this app: {0}")]
     NotSupported(String),
-    /// The manifest declares the handler but the app registered none; the spec's
+    /// The manifest declares the handler but the app registered none; docs/wit.md's
     /// `{ok: false, no_handler: true}`.
     #[error("no handler registered for {0}")]
     NoHandler(String),

@@ -7,7 +7,9 @@
 //! no sockets, outbound HTTP only to `network.egress_hosts`, and the environment from
 //! `runtime.env`. A trap, panic or limit hit ends only its own call, as a typed [`CallError`].
 //!
-//! The host side of the `atrium:app` imports is written against the [`Platform`] trait;
+//! The host side of the `atrium:app` imports is one module per capability, each checking what
+//! the app sends with the sandbox rules of [`atrium_manifest::sandbox`] (the same rules the
+//! SDK's test double applies) and handing the rest to the [`Platform`] trait;
 //! [`memory::MemoryPlatform`] implements it in memory.
 //!
 //! ```no_run
@@ -27,7 +29,6 @@
 mod app;
 mod bindings;
 mod cache;
-mod chain;
 mod egress;
 mod engine;
 mod error;
@@ -40,18 +41,16 @@ mod platform;
 mod state;
 
 pub use app::{App, RouteResponse};
+pub use atrium_manifest::sandbox::{
+    ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, EgressPolicy, HEADER_CHAIN_DEPTH,
+    HEADER_VISITED_AGENTS, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS,
+};
 pub use bindings::atrium::app::types::{
     AgentCallError, AppEvent, CallInfo, EmitResult, FetchResponse, HandlerError, InboundEnvelope,
     LogLevel, Registration, RoomMessage, RoomPost, SenderType, ToolCallError, UserAdded,
 };
-pub use chain::{
-    ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS,
-    MAX_CHAIN_DEPTH,
-};
-pub use egress::EgressPolicy;
 pub use engine::{MAX_MEMORY_MB, Runtime, RuntimeConfig};
 pub use error::{CallError, LoadError};
-pub use host::rooms::MAX_ROOM_MESSAGE_CHARS;
 pub use invocation::{Caller, Invocation};
 pub use limits::{DeadlineExceeded, MemoryCapExceeded};
 pub use platform::{Commitment, Platform, RoomPostRequest};

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
+use atrium_manifest::sandbox::{Decision, MAX_ROUTED_MENTIONS, ToolRefusal, extract_mentions};
 use serde_json::{Value, json};
 
 use crate::platform::{Commitment, Platform, RoomPostRequest};
@@ -16,9 +17,6 @@ use crate::{
     AgentCallError, CallInfo, ChainContext, EmitResult, FetchResponse, RoomMessage, RoomPost,
     SenderType, ToolCallError,
 };
-
-/// Most mentions routed per message (spec section 8).
-const MAX_ROUTES: usize = 20;
 
 /// A platform tool: the scopes it needs and its answer.
 #[derive(Debug, Clone)]
@@ -170,28 +168,6 @@ impl MemoryPlatform {
     }
 }
 
-/// Extracts `@<app>:<slug>` and `@user:<uuid>` mentions, in order, without duplicates.
-pub fn extract_mentions(content: &str) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
-    for (i, _) in content.match_indices('@') {
-        let rest = &content[i + 1..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':')))
-            .unwrap_or(rest.len());
-        let token = rest[..end].trim_end_matches([':', '-', '_']);
-        let Some((left, right)) = token.split_once(':') else {
-            continue;
-        };
-        if left.is_empty() || right.is_empty() || right.contains(':') {
-            continue;
-        }
-        if !found.iter().any(|f| f == token) {
-            found.push(token.to_owned());
-        }
-    }
-    found
-}
-
 #[async_trait]
 impl Platform for MemoryPlatform {
     fn tool_scopes(&self, tool: &str) -> Option<Vec<String>> {
@@ -210,7 +186,7 @@ impl Platform for MemoryPlatform {
             Some(t) => t.answer.clone(),
             None => Err(ToolCallError {
                 tool_name: tool.to_owned(),
-                decision: "unmocked".into(),
+                decision: Decision::Unmocked.as_str().into(),
                 message: format!("no mock for tool `{tool}`"),
                 needed_scopes: Vec::new(),
             }),
@@ -226,22 +202,19 @@ impl Platform for MemoryPlatform {
         call: &CallInfo,
         post: RoomPostRequest,
     ) -> Result<RoomPost, ToolCallError> {
-        let refuse = |decision: &str, message: String| ToolCallError {
-            tool_name: "rooms.post".into(),
-            decision: decision.into(),
-            message,
-            needed_scopes: Vec::new(),
+        let refuse = |decision: Decision, message: String| {
+            ToolCallError::from(ToolRefusal::new("rooms.post", decision, message))
         };
         let mut state = self.lock();
         let Some(members) = state.rooms.get(&post.room_id).cloned() else {
             return Err(refuse(
-                "unknown_room",
+                Decision::UnknownRoom,
                 format!("there is no room `{}`", post.room_id),
             ));
         };
         if !members.contains(&post.sender_ref) {
             return Err(refuse(
-                "not_member",
+                Decision::NotMember,
                 format!(
                     "`{}` is not a member of room `{}`",
                     post.sender_ref, post.room_id
@@ -252,7 +225,7 @@ impl Platform for MemoryPlatform {
         let routed: Vec<String> = mentions
             .iter()
             .filter(|m| members.contains(m))
-            .take(MAX_ROUTES)
+            .take(MAX_ROUTED_MENTIONS)
             .cloned()
             .collect();
         state.next_id += 1;
@@ -390,22 +363,5 @@ impl Platform for MemoryPlatform {
             call.app_id,
             call.tenant_id
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::extract_mentions;
-
-    #[test]
-    fn mentions_survive_markdown_and_are_deduplicated() {
-        let text = "**@invoice-desk:clerk** please ask @user:5f0c6f1e-1111-4222-8333-444455556666, then @invoice-desk:clerk again. mail me@ or @nobody";
-        assert_eq!(
-            extract_mentions(text),
-            vec![
-                "invoice-desk:clerk".to_owned(),
-                "user:5f0c6f1e-1111-4222-8333-444455556666".to_owned()
-            ]
-        );
     }
 }

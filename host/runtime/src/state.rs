@@ -1,4 +1,7 @@
-//! What one call's store holds: its WASI context, its limits, and what the host imports read.
+//! What one call's store holds: its WASI context, its limits, and each capability's state.
+//!
+//! The host imports do not see this struct: each capability in [`crate::host`] has its own
+//! context type, and [`crate::host::add_to_linker`] says which fields each one borrows.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -14,6 +17,18 @@ use crate::limits::{CpuClock, MemoryCap};
 use crate::logs::LogSink;
 use crate::{CallInfo, ChainContext, Platform};
 
+/// Who is calling and on whose behalf: what every capability that reaches the platform needs.
+pub(crate) struct CallContext {
+    /// The facts `context.current` answers.
+    pub info: CallInfo,
+    /// The chain the call is part of; nested calls advance it.
+    pub chain: ChainContext,
+    /// The calling app's manifest (what it declares).
+    pub manifest: Arc<Manifest>,
+    /// The platform behind the imports.
+    pub platform: Arc<dyn Platform>,
+}
+
 /// The store data of one call.
 pub(crate) struct CallState {
     pub wasi: WasiCtx,
@@ -23,12 +38,11 @@ pub(crate) struct CallState {
     pub memory: MemoryCap,
     pub clock: CpuClock,
     pub log: LogSink,
-    pub call: CallInfo,
-    pub chain: ChainContext,
-    pub manifest: Arc<Manifest>,
+    pub call: CallContext,
+    /// The `tools` capability's grant.
     pub granted_scopes: Arc<BTreeSet<String>>,
+    /// The `config` capability's settings.
     pub settings: Arc<Map<String, Value>>,
-    pub platform: Arc<dyn Platform>,
 }
 
 impl WasiView for CallState {
@@ -46,28 +60,6 @@ impl WasiHttpView for CallState {
             hooks: &mut self.hooks,
             table: &mut self.table,
             ctx: &mut self.http,
-        }
-    }
-}
-
-impl CallState {
-    /// The canonical key of one of this app's agents.
-    pub fn agent_key(&self, slug: &str) -> String {
-        format!("{}:{slug}", self.manifest.app_id)
-    }
-
-    /// The declared agent with this slug.
-    pub fn agent(&self, slug: &str) -> Option<&atrium_manifest::Agent> {
-        self.manifest.agents.iter().find(|a| a.id == slug)
-    }
-
-    /// A message naming the declared agents, for errors.
-    pub fn declared_agents(&self) -> String {
-        let names: Vec<&str> = self.manifest.agents.iter().map(|a| a.id.as_str()).collect();
-        if names.is_empty() {
-            "the manifest declares no agent".to_owned()
-        } else {
-            format!("declared agents: {}", names.join(", "))
         }
     }
 }

@@ -1,21 +1,28 @@
 //! `secrets`: values set by the developer or the tenant, read at call time.
 
-use atrium_manifest::rules::is_secret_key;
+use atrium_manifest::sandbox;
 
+use crate::LogLevel;
 use crate::bindings::atrium::app::secrets;
-use crate::state::CallState;
+use crate::logs::LogSink;
+use crate::state::CallContext;
 
-impl secrets::Host for CallState {
+/// The `secrets` capability's view of a call.
+pub(crate) struct Secrets<'a> {
+    pub call: &'a CallContext,
+    pub log: &'a LogSink,
+}
+
+super::capability!(crate::bindings::atrium::app::secrets, Secrets);
+
+impl secrets::Host for Secrets<'_> {
     async fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        // The spec: `get` returns null and does not throw. A malformed key is logged for the
-        // developer and reads as unset.
-        if !is_secret_key(&key) {
-            self.log.record(
-                crate::LogLevel::Warn,
-                &format!("secrets.get(`{key}`): a secret key must match ^[A-Z][A-Z0-9_]{{0,63}}$; returning none"),
-            );
+        // `get` returns none and never fails: a malformed key is logged for the developer
+        // and reads as unset (docs/runtime.md).
+        if let Err(warning) = sandbox::secret_key(&key) {
+            self.log.record(LogLevel::Warn, &warning);
             return Ok(None);
         }
-        Ok(self.platform.secret(&self.call, &key).await)
+        Ok(self.call.platform.secret(&self.call.info, &key).await)
     }
 }

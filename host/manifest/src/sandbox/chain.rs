@@ -2,10 +2,10 @@
 //!
 //! Container apps carry it in the headers [`HEADER_CHAIN_DEPTH`] and [`HEADER_VISITED_AGENTS`]
 //! and read it from the environment variables [`ENV_CHAIN_DEPTH`] and [`ENV_VISITED_AGENTS`]
-//! (spec section 4.2); component apps read it from `context.current` and never set it: the host
+//! (docs/wit.md); component apps read it from `context.current` and never set it: the host
 //! advances it on every outbound team, apps and events call.
 
-use crate::AgentCallError;
+use super::AgentRefusal;
 
 /// The deepest chain the platform allows; a call that would go deeper is rejected.
 pub const MAX_CHAIN_DEPTH: u32 = 8;
@@ -43,12 +43,12 @@ impl ChainContext {
     }
 
     /// The context of a nested call to `agent` (a canonical key, or none for a call that
-    /// reaches no agent, like an event emit or a route fetch). Checks, in the spec's order, the
+    /// reaches no agent, like an event emit or a route fetch). Checks, in the documented order (docs/runtime.md), the
     /// depth limit and then the visited set.
-    pub fn enter(&self, agent: Option<&str>) -> Result<ChainContext, AgentCallError> {
+    pub fn enter(&self, agent: Option<&str>) -> Result<ChainContext, AgentRefusal> {
         let depth = self.depth.saturating_add(1);
         if depth > MAX_CHAIN_DEPTH {
-            return Err(AgentCallError {
+            return Err(AgentRefusal {
                 reason: format!(
                     "chain depth exceeded: this call would be hop {depth}, the limit is {MAX_CHAIN_DEPTH}"
                 ),
@@ -57,7 +57,7 @@ impl ChainContext {
         let mut visited = self.visited.clone();
         if let Some(agent) = agent {
             if visited.iter().any(|v| v == agent) {
-                return Err(AgentCallError {
+                return Err(AgentRefusal {
                     reason: format!(
                         "cycle detected: agent `{agent}` is already on this call chain ({})",
                         visited.join(" -> ")
@@ -79,18 +79,15 @@ impl ChainContext {
 
     /// Reads the chain from header (or environment) values. A missing depth is the first hop.
     /// A depth that is not a number, or above the limit, is refused.
-    pub fn from_headers(
-        depth: Option<&str>,
-        visited: Option<&str>,
-    ) -> Result<Self, AgentCallError> {
+    pub fn from_headers(depth: Option<&str>, visited: Option<&str>) -> Result<Self, AgentRefusal> {
         let depth = match depth.map(str::trim) {
             None | Some("") => 1,
-            Some(text) => text.parse::<u32>().map_err(|_| AgentCallError {
+            Some(text) => text.parse::<u32>().map_err(|_| AgentRefusal {
                 reason: format!("{HEADER_CHAIN_DEPTH} must be a whole number, got `{text}`"),
             })?,
         };
         if depth > MAX_CHAIN_DEPTH {
-            return Err(AgentCallError {
+            return Err(AgentRefusal {
                 reason: format!(
                     "chain depth exceeded: {depth} is above the limit of {MAX_CHAIN_DEPTH}"
                 ),

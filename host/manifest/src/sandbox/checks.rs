@@ -1,0 +1,345 @@
+//! The checks, one function per platform call an app can make.
+//!
+//! Each takes what the caller sent as text (as it crosses the WIT boundary) and answers the
+//! values to hand to the platform, or the refusal. The order of the checks is part of the
+//! contract: the first failing rule names the problem.
+
+use serde_json::{Map, Value};
+
+use super::{AgentRefusal, ChainContext, Decision, Declarations, ToolRefusal};
+use crate::{Method, match_route, rules};
+
+/// Longest room message, in characters (docs/runtime.md, "Limits").
+pub const MAX_ROOM_MESSAGE_CHARS: usize = 20_000;
+
+const ROOMS_POST: &str = "rooms.post";
+const COMMITMENTS_ADD: &str = "commitments.add";
+
+/// Parses a JSON text sent by an app.
+fn parse_json(what: &str, text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON: {e}"))
+}
+
+fn declared_agents(app: &impl Declarations) -> String {
+    let names = app.agent_ids();
+    if names.is_empty() {
+        "the manifest declares no agent".to_owned()
+    } else {
+        format!("declared agents: {}", names.join(", "))
+    }
+}
+
+fn agent_key(app: &impl Declarations, slug: &str) -> String {
+    format!("{}:{slug}", app.app_id())
+}
+
+/// `tools.call`: the arguments must be a JSON object.
+pub fn tool_arguments(tool: &str, args: &str) -> Result<Value, ToolRefusal> {
+    match parse_json("the arguments", args) {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err(ToolRefusal::new(
+            tool,
+            Decision::InvalidArguments,
+            "the arguments must be a JSON object",
+        )),
+        Err(message) => Err(ToolRefusal::new(tool, Decision::InvalidArguments, message)),
+    }
+}
+
+/// `tools.call`: the install must hold every scope the tool needs. The message says whether
+/// the tenant has not granted them or the manifest does not even ask for them.
+pub fn tool_scopes(
+    app: &impl Declarations,
+    tool: &str,
+    needs: &[String],
+    granted: impl Fn(&str) -> bool,
+) -> Result<(), ToolRefusal> {
+    let needed: Vec<String> = needs.iter().filter(|s| !granted(s)).cloned().collect();
+    if needed.is_empty() {
+        return Ok(());
+    }
+    let required = app.required_scopes();
+    let undeclared: Vec<&str> = needed
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !required.contains(s))
+        .collect();
+    let hint = if undeclared.is_empty() {
+        "the tenant has not granted them".to_owned()
+    } else {
+        format!(
+            "add {} to required_scopes so the tenant can grant them",
+            undeclared.join(", ")
+        )
+    };
+    Err(ToolRefusal {
+        tool_name: tool.to_owned(),
+        decision: Decision::ScopeDenied,
+        message: format!("tool `{tool}` needs scopes {}: {hint}", needed.join(", ")),
+        needed_scopes: needed,
+    })
+}
+
+/// A room post that passed the checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedPost {
+    /// The sender's canonical key, `<app_id>:<from_agent>`.
+    pub sender_ref: String,
+    /// The sending agent's display name from the manifest.
+    pub sender_display: String,
+    /// The metadata object (empty when none was sent).
+    pub metadata: Value,
+}
+
+/// `rooms.post`: the sender is a declared agent, the content is 1 to
+/// [`MAX_ROOM_MESSAGE_CHARS`] characters and not blank, the metadata a JSON object.
+pub fn room_post(
+    app: &impl Declarations,
+    from_agent: &str,
+    content: &str,
+    metadata: Option<&str>,
+) -> Result<CheckedPost, ToolRefusal> {
+    let refuse = |decision, message: String| Err(ToolRefusal::new(ROOMS_POST, decision, message));
+    if from_agent.is_empty() {
+        return refuse(
+            Decision::InvalidArguments,
+            "from_agent is required: the agent of this app that posts".into(),
+        );
+    }
+    let Some(sender_display) = app.agent_name(from_agent) else {
+        return refuse(
+            Decision::UnknownAgent,
+            format!(
+                "`{from_agent}` is not an agent of this app ({})",
+                declared_agents(app)
+            ),
+        );
+    };
+    let chars = content.chars().count();
+    if chars > MAX_ROOM_MESSAGE_CHARS {
+        return refuse(
+            Decision::InvalidArguments,
+            format!(
+                "content has {chars} characters; a room message has at most {MAX_ROOM_MESSAGE_CHARS}"
+            ),
+        );
+    }
+    if content.trim().is_empty() {
+        return refuse(
+            Decision::InvalidArguments,
+            "content must not be empty".into(),
+        );
+    }
+    let metadata = match metadata.map(|m| parse_json("metadata", m)) {
+        None => Value::Object(Map::new()),
+        Some(Ok(v)) if v.is_object() => v,
+        Some(Ok(_)) => {
+            return refuse(
+                Decision::InvalidArguments,
+                "metadata must be a JSON object".into(),
+            );
+        }
+        Some(Err(message)) => return refuse(Decision::InvalidArguments, message),
+    };
+    Ok(CheckedPost {
+        sender_ref: agent_key(app, from_agent),
+        sender_display: sender_display.to_owned(),
+        metadata,
+    })
+}
+
+/// `commitments.add`: the committing agent is declared, the title is not blank and `due_at`,
+/// when given, is an ISO-8601 time with an offset.
+pub fn commitment(
+    app: &impl Declarations,
+    title: &str,
+    from_agent: &str,
+    due_at: Option<&str>,
+) -> Result<(), ToolRefusal> {
+    let refuse =
+        |decision, message: String| Err(ToolRefusal::new(COMMITMENTS_ADD, decision, message));
+    if from_agent.is_empty() {
+        return refuse(Decision::InvalidArguments, "from_agent is required".into());
+    }
+    if app.agent_name(from_agent).is_none() {
+        return refuse(
+            Decision::UnknownAgent,
+            format!(
+                "`{from_agent}` is not an agent of this app ({})",
+                declared_agents(app)
+            ),
+        );
+    }
+    if title.trim().is_empty() {
+        return refuse(Decision::InvalidArguments, "title must not be empty".into());
+    }
+    if let Some(due) = due_at
+        && due.parse::<jiff::Timestamp>().is_err()
+    {
+        return refuse(
+            Decision::InvalidArguments,
+            format!(
+                "due_at `{due}` is not an ISO-8601 time with an offset (for example 2026-05-01T09:00:00Z)"
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn refuse_on_public_route(chain_public: bool, what: &str) -> Result<(), AgentRefusal> {
+    if chain_public {
+        return Err(AgentRefusal::new(format!(
+            "{what} is not available on a public route: there is no caller agent identity and no tenant principal"
+        )));
+    }
+    Ok(())
+}
+
+fn check_own_agent(app: &impl Declarations, slug: &str, role: &str) -> Result<(), AgentRefusal> {
+    if slug.is_empty() {
+        return Err(AgentRefusal::new(format!("{role} is required")));
+    }
+    if app.agent_name(slug).is_none() {
+        return Err(AgentRefusal::new(format!(
+            "{role} `{slug}` is not an agent of this app ({})",
+            declared_agents(app)
+        )));
+    }
+    Ok(())
+}
+
+/// `team.delegate`: not on a public route; `from_agent` is declared; the target is in its
+/// `team` (a delegation to itself needs no team); then the chain advances to the target.
+pub fn delegate(
+    app: &impl Declarations,
+    chain: &ChainContext,
+    public_route: bool,
+    target: &str,
+    from_agent: &str,
+) -> Result<ChainContext, AgentRefusal> {
+    refuse_on_public_route(public_route, "team delegation")?;
+    check_own_agent(app, from_agent, "from_agent")?;
+    if target != from_agent {
+        let team = app.agent_team(from_agent);
+        if team.is_empty() {
+            return Err(AgentRefusal::new(format!(
+                "team delegation denied: agent `{from_agent}` has no team"
+            )));
+        }
+        if !team.contains(&target) {
+            return Err(AgentRefusal::new(format!(
+                "team delegation denied: `{target}` is not in the team of `{from_agent}` ({})",
+                team.join(", ")
+            )));
+        }
+    }
+    chain.enter(Some(&agent_key(app, target)))
+}
+
+/// `apps.invoke`: not on a public route; an app and an agent are named; the chain advances to
+/// `<app>:<agent>`. The grant is the platform's to check.
+pub fn invoke(
+    chain: &ChainContext,
+    public_route: bool,
+    app: &str,
+    agent: &str,
+) -> Result<ChainContext, AgentRefusal> {
+    refuse_on_public_route(public_route, "apps.invoke")?;
+    if app.is_empty() || agent.is_empty() {
+        return Err(AgentRefusal::new("apps.invoke needs an app and an agent"));
+    }
+    chain.enter(Some(&format!("{app}:{agent}")))
+}
+
+/// `apps.fetch`: a known method and an absolute path; the chain advances (no agent is
+/// reached). Answers the normalised method.
+pub fn fetch(
+    chain: &ChainContext,
+    path: &str,
+    method: &str,
+) -> Result<(Method, ChainContext), AgentRefusal> {
+    let Some(parsed) = Method::parse(method) else {
+        return Err(AgentRefusal::new(format!(
+            "apps.fetch: `{method}` is not one of GET, POST, PUT, DELETE, PATCH"
+        )));
+    };
+    if !path.starts_with('/') {
+        return Err(AgentRefusal::new(format!(
+            "apps.fetch: the path `{path}` must start with /"
+        )));
+    }
+    Ok((parsed, chain.enter(None)?))
+}
+
+/// `events.emit`: not on a public route; the event is declared in `emits`; the payload is
+/// JSON; the chain advances.
+pub fn emit(
+    app: &impl Declarations,
+    chain: &ChainContext,
+    public_route: bool,
+    name: &str,
+    payload: &str,
+) -> Result<(Value, ChainContext), AgentRefusal> {
+    refuse_on_public_route(public_route, "events.emit")?;
+    let emits = app.emits();
+    if !emits.contains(&name) {
+        return Err(AgentRefusal::new(format!(
+            "event `{name}` is not declared in the manifest's emits ({})",
+            if emits.is_empty() {
+                "it declares none".to_owned()
+            } else {
+                emits.join(", ")
+            }
+        )));
+    }
+    let payload = parse_json("the event payload", payload).map_err(AgentRefusal::new)?;
+    Ok((payload, chain.enter(None)?))
+}
+
+/// `agent.ask`: the named agent is declared, or the app has a default agent; the chain
+/// advances to it. Answers the agent's slug.
+pub fn ask(
+    app: &impl Declarations,
+    chain: &ChainContext,
+    agent: Option<&str>,
+) -> Result<(String, ChainContext), AgentRefusal> {
+    let slug = match agent {
+        Some(slug) => {
+            check_own_agent(app, slug, "agent")?;
+            slug.to_owned()
+        }
+        None => match app.default_agent() {
+            Some(slug) => slug.to_owned(),
+            None => return Err(AgentRefusal::new("agent.ask: this app declares no agent")),
+        },
+    };
+    let chain = chain.enter(Some(&agent_key(app, &slug)))?;
+    Ok((slug, chain))
+}
+
+/// `context.public-callback-url`: the path matches a route declared `public: true`.
+pub fn public_callback_path(app: &impl Declarations, path: &str) -> Result<(), String> {
+    let public = app.public_routes();
+    if public.iter().any(|p| match_route(p, path).is_some()) {
+        return Ok(());
+    }
+    Err(format!(
+        "`{path}` matches no public route of this app ({})",
+        if public.is_empty() {
+            "it declares none".to_owned()
+        } else {
+            format!("public routes: {}", public.join(", "))
+        }
+    ))
+}
+
+/// `secrets.get`: the key must match `^[A-Z][A-Z0-9_]{0,63}$`. A malformed key reads as unset
+/// (`get` never fails); the answer is the warning to log for the developer.
+pub fn secret_key(key: &str) -> Result<(), String> {
+    if rules::is_secret_key(key) {
+        return Ok(());
+    }
+    Err(format!(
+        "secrets.get(`{key}`): a secret key must match ^[A-Z][A-Z0-9_]{{0,63}}$; returning none"
+    ))
+}

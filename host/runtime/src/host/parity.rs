@@ -1,0 +1,623 @@
+//! One table of inputs, run through the runtime's host imports and through the Rust SDK's test
+//! double: both must refuse the same inputs with the same decision and words, and accept the
+//! same inputs. The sandbox rules live once, in `atrium_manifest::sandbox`; this test keeps the
+//! two callers honest about using them.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use atrium_sdk::testing::TestClient;
+use atrium_sdk::{App, Ctx, Error, ManifestInfo, RegistrationError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{agent, apps, commitments, context, events, rooms, team, tools};
+use crate::bindings::atrium::app::{
+    agent::Host as _, apps::Host as _, commitments::Host as _, context::Host as _,
+    events::Host as _, rooms::Host as _, team::Host as _, tools::Host as _,
+};
+use crate::memory::MemoryPlatform;
+use crate::state::CallContext;
+use crate::{CallInfo, ChainContext, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS};
+
+static MANIFEST: ManifestInfo = atrium_sdk::manifest!("tests/fixtures/sandbox-parity.yaml");
+const MANIFEST_TEXT: &str = include_str!("../../tests/fixtures/sandbox-parity.yaml");
+
+/// One platform call, as an app makes it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Op {
+    RoomPost {
+        content: String,
+        from_agent: String,
+        metadata: Option<Value>,
+    },
+    Delegate {
+        target: String,
+        from_agent: String,
+    },
+    Invoke {
+        app: String,
+        agent: String,
+    },
+    Fetch {
+        path: String,
+        method: String,
+    },
+    Emit {
+        name: String,
+    },
+    Ask {
+        agent: Option<String>,
+    },
+    Commit {
+        title: String,
+        from_agent: String,
+        due_at: Option<String>,
+    },
+    Tool {
+        name: String,
+        args: Value,
+    },
+    PublicUrl {
+        path: String,
+    },
+}
+
+/// What came back, in a form both sides produce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Outcome {
+    Ok,
+    Tool {
+        decision: String,
+        message: String,
+        needed_scopes: Vec<String>,
+    },
+    Agent(String),
+    Failed(String),
+}
+
+fn tool_outcome<T>(r: Result<T, atrium_sdk::ToolCallError>) -> Outcome {
+    match r {
+        Ok(_) => Outcome::Ok,
+        Err(e) => Outcome::Tool {
+            decision: e.decision,
+            message: e.message,
+            needed_scopes: e.needed_scopes,
+        },
+    }
+}
+
+fn agent_outcome<T>(r: Result<T, atrium_sdk::AgentCallError>) -> Outcome {
+    r.map_or_else(|e| Outcome::Agent(e.reason), |_| Outcome::Ok)
+}
+
+fn host_tool<T>(r: Result<T, crate::ToolCallError>) -> Outcome {
+    tool_outcome(r.map_err(|e| atrium_sdk::ToolCallError {
+        tool_name: e.tool_name,
+        decision: e.decision,
+        message: e.message,
+        needed_scopes: e.needed_scopes,
+    }))
+}
+
+fn host_agent<T>(r: Result<T, crate::AgentCallError>) -> Outcome {
+    r.map_or_else(|e| Outcome::Agent(e.reason), |_| Outcome::Ok)
+}
+
+/// The SDK side: a tool handler that makes the call through `ctx`.
+fn probe(ctx: &Ctx<'_>, op: Op) -> Result<Value, Error> {
+    let outcome = match op {
+        Op::RoomPost {
+            content,
+            from_agent,
+            metadata,
+        } => tool_outcome(match metadata {
+            Some(m) => ctx
+                .rooms
+                .post_with_metadata("room-1", &content, &from_agent, &m),
+            None => ctx.rooms.post("room-1", &content, &from_agent),
+        }),
+        Op::Delegate { target, from_agent } => {
+            agent_outcome(ctx.team.delegate(&target, "hello", &from_agent))
+        }
+        Op::Invoke { app, agent } => agent_outcome(ctx.apps.invoke(&app, &agent, "hello")),
+        Op::Fetch { path, method } => agent_outcome(ctx.apps.fetch("crm", &path, &method, None)),
+        Op::Emit { name } => agent_outcome(ctx.events.emit(&name, json!({"n": 1}))),
+        Op::Ask { agent } => agent_outcome(ctx.agent.ask("hello", agent.as_deref())),
+        Op::Commit {
+            title,
+            from_agent,
+            due_at,
+        } => tool_outcome(
+            ctx.commitments
+                .add(&title, "details", &from_agent, due_at.as_deref()),
+        ),
+        Op::Tool { name, args } => tool_outcome(ctx.tools.call(&name, args)),
+        Op::PublicUrl { path } => match ctx.public_callback_url(&path) {
+            Ok(_) => Outcome::Ok,
+            Err(Error::Failed(message)) => Outcome::Failed(message),
+            Err(other) => Outcome::Failed(format!("{other:?}")),
+        },
+    };
+    serde_json::to_value(outcome).map_err(|e| Error::failed(e.to_string()))
+}
+
+fn sdk_app() -> Result<App, RegistrationError> {
+    let mut app = App::new(&MANIFEST);
+    app.tool("probe", probe)?;
+    Ok(app)
+}
+
+const GRANTED: &[&str] = &["notes.read"];
+
+fn through_sdk(op: &Op, depth: u32, public_route: bool) -> Outcome {
+    let mut client = TestClient::new(sdk_app())
+        .unwrap()
+        .chain_depth(depth)
+        .grant(GRANTED)
+        .mock_tool_with_scopes("notes.lookup", &["notes.read"], json!({}))
+        .mock_tool_with_scopes("crm.export", &["crm.write"], json!({}));
+    if public_route {
+        client = client.public_route();
+    }
+    let value = client.call_tool("probe", op).unwrap();
+    serde_json::from_value(value).unwrap()
+}
+
+async fn through_runtime(op: &Op, depth: u32, public_route: bool) -> Outcome {
+    let manifest = atrium_manifest::parse(MANIFEST_TEXT).unwrap();
+    let platform = MemoryPlatform::new("http://127.0.0.1:8787")
+        .with_tool("notes.lookup", &["notes.read"], json!({}))
+        .with_tool("crm.export", &["crm.write"], json!({}))
+        .with_room("room-1", &["parity-desk:lead", "parity-desk:writer"])
+        .with_grant("crm", "helper")
+        .with_grant("crm", "__route__");
+    let chain = ChainContext {
+        depth,
+        visited: Vec::new(),
+    };
+    let call = CallContext {
+        info: CallInfo {
+            tenant_id: "tenant-test".into(),
+            app_id: manifest.app_id.clone(),
+            app_version: manifest.version.clone(),
+            call_id: "call-test".into(),
+            chain_depth: chain.depth,
+            visited_agents: Vec::new(),
+            public_route,
+        },
+        chain,
+        manifest: Arc::new(manifest),
+        platform: Arc::new(platform),
+    };
+    let call = &call;
+    match op.clone() {
+        Op::RoomPost {
+            content,
+            from_agent,
+            metadata,
+        } => host_tool(
+            rooms::Rooms { call }
+                .post(
+                    "room-1".into(),
+                    content,
+                    from_agent,
+                    metadata.map(|m| m.to_string()),
+                )
+                .await
+                .unwrap(),
+        ),
+        Op::Delegate { target, from_agent } => host_agent(
+            team::Team { call }
+                .delegate(target, "hello".into(), from_agent)
+                .await
+                .unwrap(),
+        ),
+        Op::Invoke { app, agent: slug } => host_agent(
+            apps::Apps { call }
+                .invoke(app, slug, "hello".into())
+                .await
+                .unwrap(),
+        ),
+        Op::Fetch { path, method } => host_agent(
+            apps::Apps { call }
+                .fetch("crm".into(), path, method, None)
+                .await
+                .unwrap(),
+        ),
+        Op::Emit { name } => host_agent(
+            events::Events { call }
+                .emit(name, json!({"n": 1}).to_string())
+                .await
+                .unwrap(),
+        ),
+        Op::Ask { agent: slug } => host_agent(
+            agent::Agent { call }
+                .ask("hello".into(), slug)
+                .await
+                .unwrap(),
+        ),
+        Op::Commit {
+            title,
+            from_agent,
+            due_at,
+        } => host_tool(
+            commitments::Commitments { call }
+                .add(title, "details".into(), from_agent, due_at)
+                .await
+                .unwrap(),
+        ),
+        Op::Tool { name, args } => {
+            let granted: BTreeSet<String> = GRANTED.iter().map(|s| (*s).to_owned()).collect();
+            host_tool(
+                tools::Tools {
+                    call,
+                    granted_scopes: &granted,
+                }
+                .call(name, args.to_string())
+                .await
+                .unwrap(),
+            )
+        }
+        Op::PublicUrl { path } => match (context::Context { call })
+            .public_callback_url(path)
+            .await
+            .unwrap()
+        {
+            Ok(_) => Outcome::Ok,
+            Err(message) => Outcome::Failed(message),
+        },
+    }
+}
+
+/// What a row expects; both sides must also agree word for word.
+enum Expect {
+    Ok,
+    Decision(&'static str),
+    Reason(&'static str),
+    Failed(&'static str),
+}
+
+fn post(content: &str, from_agent: &str, metadata: Option<Value>) -> Op {
+    Op::RoomPost {
+        content: content.into(),
+        from_agent: from_agent.into(),
+        metadata,
+    }
+}
+
+fn delegate(target: &str, from_agent: &str) -> Op {
+    Op::Delegate {
+        target: target.into(),
+        from_agent: from_agent.into(),
+    }
+}
+
+fn commit(title: &str, from_agent: &str, due_at: Option<&str>) -> Op {
+    Op::Commit {
+        title: title.into(),
+        from_agent: from_agent.into(),
+        due_at: due_at.map(str::to_owned),
+    }
+}
+
+#[tokio::test]
+async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
+    use Expect::{Decision, Failed, Ok, Reason};
+    let longest = "x".repeat(MAX_ROOM_MESSAGE_CHARS);
+    let too_long = "x".repeat(MAX_ROOM_MESSAGE_CHARS + 1);
+    let deepest = MAX_CHAIN_DEPTH;
+    let rows: Vec<(Op, u32, bool, Expect)> = vec![
+        // rooms.post
+        (post("hello", "lead", None), 1, false, Ok),
+        (
+            post("hello", "", None),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (
+            post("hello", "ghost", None),
+            1,
+            false,
+            Decision("unknown_agent"),
+        ),
+        (
+            post("", "lead", None),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (
+            post("  \n ", "lead", None),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (post(&longest, "writer", None), 1, false, Ok),
+        (
+            post(&too_long, "lead", None),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (post("hi", "lead", Some(json!({"k": 1}))), 1, false, Ok),
+        (
+            post("hi", "lead", Some(json!([1, 2]))),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (
+            post("hi", "lead", Some(json!("text"))),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        // team.delegate
+        (delegate("writer", "lead"), 1, false, Ok),
+        (delegate("lead", "lead"), 1, false, Ok),
+        (
+            delegate("lead", "writer"),
+            1,
+            false,
+            Reason("team delegation denied"),
+        ),
+        (
+            delegate("ghost", "lead"),
+            1,
+            false,
+            Reason("team delegation denied"),
+        ),
+        (
+            delegate("writer", ""),
+            1,
+            false,
+            Reason("from_agent is required"),
+        ),
+        (
+            delegate("writer", "ghost"),
+            1,
+            false,
+            Reason("from_agent `ghost`"),
+        ),
+        (
+            delegate("writer", "lead"),
+            deepest,
+            false,
+            Reason("chain depth exceeded"),
+        ),
+        (delegate("writer", "lead"), deepest - 1, false, Ok),
+        (
+            delegate("writer", "lead"),
+            1,
+            true,
+            Reason("team delegation is not available"),
+        ),
+        // apps.invoke and apps.fetch
+        (
+            Op::Invoke {
+                app: "crm".into(),
+                agent: "helper".into(),
+            },
+            1,
+            false,
+            Ok,
+        ),
+        (
+            Op::Invoke {
+                app: "".into(),
+                agent: "helper".into(),
+            },
+            1,
+            false,
+            Reason("apps.invoke needs"),
+        ),
+        (
+            Op::Invoke {
+                app: "crm".into(),
+                agent: "helper".into(),
+            },
+            deepest,
+            false,
+            Reason("chain depth exceeded"),
+        ),
+        (
+            Op::Invoke {
+                app: "crm".into(),
+                agent: "helper".into(),
+            },
+            1,
+            true,
+            Reason("apps.invoke is not available"),
+        ),
+        (
+            Op::Fetch {
+                path: "/contacts".into(),
+                method: "get".into(),
+            },
+            1,
+            false,
+            Ok,
+        ),
+        (
+            Op::Fetch {
+                path: "contacts".into(),
+                method: "GET".into(),
+            },
+            1,
+            false,
+            Reason("apps.fetch: the path"),
+        ),
+        (
+            Op::Fetch {
+                path: "/contacts".into(),
+                method: "TRACE".into(),
+            },
+            1,
+            false,
+            Reason("apps.fetch: `TRACE`"),
+        ),
+        (
+            Op::Fetch {
+                path: "/contacts".into(),
+                method: "GET".into(),
+            },
+            deepest,
+            false,
+            Reason("chain depth exceeded"),
+        ),
+        // events.emit
+        (
+            Op::Emit {
+                name: "note_saved".into(),
+            },
+            1,
+            false,
+            Ok,
+        ),
+        (
+            Op::Emit {
+                name: "note_deleted".into(),
+            },
+            1,
+            false,
+            Reason("event `note_deleted` is not declared"),
+        ),
+        (
+            Op::Emit {
+                name: "note_saved".into(),
+            },
+            1,
+            true,
+            Reason("events.emit is not available"),
+        ),
+        (
+            Op::Emit {
+                name: "note_saved".into(),
+            },
+            deepest,
+            false,
+            Reason("chain depth exceeded"),
+        ),
+        // agent.ask
+        (Op::Ask { agent: None }, 1, false, Ok),
+        (
+            Op::Ask {
+                agent: Some("writer".into()),
+            },
+            1,
+            false,
+            Ok,
+        ),
+        (
+            Op::Ask {
+                agent: Some("ghost".into()),
+            },
+            1,
+            false,
+            Reason("agent `ghost`"),
+        ),
+        (
+            Op::Ask { agent: None },
+            deepest,
+            false,
+            Reason("chain depth exceeded"),
+        ),
+        // commitments.add
+        (
+            commit("Call back", "lead", Some("2026-05-01T09:00:00Z")),
+            1,
+            false,
+            Ok,
+        ),
+        (commit("Call back", "lead", None), 1, false, Ok),
+        (
+            commit(" ", "lead", None),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (
+            commit("Call back", "", None),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (
+            commit("Call back", "ghost", None),
+            1,
+            false,
+            Decision("unknown_agent"),
+        ),
+        (
+            commit("Call back", "lead", Some("next tuesday")),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        // tools.call
+        (
+            Op::Tool {
+                name: "notes.lookup".into(),
+                args: json!({"id": 1}),
+            },
+            1,
+            false,
+            Ok,
+        ),
+        (
+            Op::Tool {
+                name: "notes.lookup".into(),
+                args: json!([1]),
+            },
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (
+            Op::Tool {
+                name: "crm.export".into(),
+                args: json!({}),
+            },
+            1,
+            false,
+            Decision("scope_denied"),
+        ),
+        // context.public-callback-url
+        (
+            Op::PublicUrl {
+                path: "/hook/abc".into(),
+            },
+            1,
+            false,
+            Ok,
+        ),
+        (
+            Op::PublicUrl {
+                path: "/notes/1".into(),
+            },
+            1,
+            false,
+            Failed("`/notes/1` matches no public route"),
+        ),
+    ];
+    for (op, depth, public_route, expect) in rows {
+        let host = through_runtime(&op, depth, public_route).await;
+        let sdk = through_sdk(&op, depth, public_route);
+        assert_eq!(
+            host, sdk,
+            "the runtime and the SDK double disagree on {op:?} (depth {depth}, public {public_route})"
+        );
+        let matches = match (&expect, &host) {
+            (Expect::Ok, Outcome::Ok) => true,
+            (Expect::Decision(d), Outcome::Tool { decision, .. }) => decision == d,
+            (Expect::Reason(r), Outcome::Agent(reason)) => reason.contains(r),
+            (Expect::Failed(m), Outcome::Failed(message)) => message.contains(m),
+            _ => false,
+        };
+        assert!(matches, "unexpected outcome for {op:?}: {host:?}");
+    }
+}
