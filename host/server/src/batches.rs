@@ -18,30 +18,26 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore};
 
-use crate::chat::{Parsed, completion_body, gateway_error, parse};
+use crate::chat::{Parsed, completion_body, parse};
 use crate::extract::{JsonBody, Org, TenantHeader};
-use crate::{ApiError, AppState, DEFAULT_TENANT};
+use crate::{ApiError, HostState};
 
 /// The most items one batch may hold.
 pub const MAX_BATCH_ITEMS: usize = 1000;
 
-fn bad(param: &str, message: impl Into<String>) -> ApiError {
-    ApiError::bad_request(message, Some(param))
-}
-
 /// `POST /v1/batches`: stores the batch and answers 202 at once.
 pub async fn create(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
-    TenantHeader(tenant): TenantHeader,
+    tenant: TenantHeader,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let requests = match body.get("requests") {
         Some(Value::Array(r)) if r.is_empty() => {
-            return Err(bad("requests", "requests must not be empty"));
+            return Err(ApiError::field("requests", "requests must not be empty"));
         }
         Some(Value::Array(r)) if r.len() > MAX_BATCH_ITEMS => {
-            return Err(bad(
+            return Err(ApiError::field(
                 "requests",
                 format!(
                     "a batch holds at most {MAX_BATCH_ITEMS} items, got {}",
@@ -50,8 +46,13 @@ pub async fn create(
             ));
         }
         Some(Value::Array(r)) => r,
-        Some(_) => return Err(bad("requests", "requests must be an array of items")),
-        None => return Err(bad("requests", "requests is required")),
+        Some(_) => {
+            return Err(ApiError::field(
+                "requests",
+                "requests must be an array of items",
+            ));
+        }
+        None => return Err(ApiError::field("requests", "requests is required")),
     };
     let mut items = Vec::with_capacity(requests.len());
     let mut seen = std::collections::HashSet::new();
@@ -60,21 +61,21 @@ pub async fn create(
         let custom_id = match item.get("custom_id") {
             Some(Value::String(id)) if !id.is_empty() && id.len() <= 256 => id.clone(),
             _ => {
-                return Err(bad(
+                return Err(ApiError::field(
                     &param,
                     format!("{param} must be a string of 1 to 256 characters"),
                 ));
             }
         };
         if !seen.insert(custom_id.clone()) {
-            return Err(bad(
+            return Err(ApiError::field(
                 &param,
                 format!("custom_id `{custom_id}` appears twice"),
             ));
         }
         items.push((custom_id, item.to_string()));
     }
-    let tenant = tenant.unwrap_or_else(|| DEFAULT_TENANT.to_owned());
+    let tenant = tenant.or_default();
     let id = state
         .store
         .create_batch(&org.org_id, &tenant, &items)
@@ -90,7 +91,7 @@ pub async fn create(
 
 /// `GET /v1/batches/{id}`.
 pub async fn get(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -157,7 +158,7 @@ impl Default for BatchRunner {
 }
 
 /// Runs batch items until the process ends. Call once per host.
-pub async fn run(state: AppState) {
+pub async fn run(state: HostState) {
     let runner = state.batches.clone();
     let now = || {
         std::time::SystemTime::now()
@@ -221,19 +222,19 @@ fn lease_ms(runner: &BatchRunner) -> i64 {
 }
 
 /// Runs one item and writes its result; one item's failure never touches the others.
-async fn run_item(state: &AppState, claimed: ClaimedItem) {
+async fn run_item(state: &HostState, claimed: ClaimedItem) {
     let request: Value = serde_json::from_str(&claimed.item.request).unwrap_or(Value::Null);
     let (status, result, usage) = match parse(request) {
         Err(error) => (ItemStatus::Failed, error_body(&error), None),
         Ok(Parsed { stream: true, .. }) => (
             ItemStatus::Failed,
-            error_body(&bad("stream", "batch items cannot stream")),
+            error_body(&ApiError::field("stream", "batch items cannot stream")),
             None,
         ),
         Ok(Parsed {
             selection, request, ..
         }) => match state.gateway.chat(&selection, &request).await {
-            Err(error) => (ItemStatus::Failed, error_body(&gateway_error(error)), None),
+            Err(error) => (ItemStatus::Failed, error_body(&ApiError::from(error)), None),
             Ok(completed) => {
                 let outcome = &completed.outcome;
                 let cost = completed.model.cost_micros(
@@ -271,6 +272,6 @@ async fn run_item(state: &AppState, claimed: ClaimedItem) {
 
 fn error_body(error: &ApiError) -> Value {
     let mut body = error.body()["error"].clone();
-    body["status"] = json!(error.status.as_u16());
+    body["status"] = json!(error.status().as_u16());
     body
 }

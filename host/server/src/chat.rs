@@ -3,25 +3,20 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use atrium_inference::providers::{ChatRequest, PASSTHROUGH_FIELDS, UpstreamError};
-use atrium_inference::{GatewayError, ProviderId, RouteError, Selection, Tier};
+use atrium_inference::providers::{ChatRequest, PASSTHROUGH_FIELDS};
+use atrium_inference::{ProviderId, Selection, Tier};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use crate::extract::{JsonBody, Org, TenantHeader};
-use crate::{ApiError, AppState};
+use crate::{ApiError, HostState};
 
 /// The tenant of calls that name none.
 pub const DEFAULT_TENANT: &str = "default";
 
 const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
-
-fn field_error(param: &str, message: impl Into<String>) -> ApiError {
-    ApiError::bad_request(message, Some(param))
-}
 
 /// Checks the request and splits it into the routing selection and the provider request.
 pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
@@ -33,23 +28,25 @@ pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
     };
     let messages = match body.remove("messages") {
         Some(Value::Array(m)) if !m.is_empty() => m,
-        Some(Value::Array(_)) => return Err(field_error("messages", "messages must not be empty")),
+        Some(Value::Array(_)) => {
+            return Err(ApiError::field("messages", "messages must not be empty"));
+        }
         Some(_) => {
-            return Err(field_error(
+            return Err(ApiError::field(
                 "messages",
                 "messages must be an array of {role, content} objects",
             ));
         }
-        None => return Err(field_error("messages", "messages is required")),
+        None => return Err(ApiError::field("messages", "messages is required")),
     };
     for (i, m) in messages.iter().enumerate() {
         let param = format!("messages[{i}]");
         let role = m
             .get("role")
             .and_then(Value::as_str)
-            .ok_or_else(|| field_error(&param, format!("{param}.role is required")))?;
+            .ok_or_else(|| ApiError::field(&param, format!("{param}.role is required")))?;
         if !ROLES.contains(&role) {
-            return Err(field_error(
+            return Err(ApiError::field(
                 &param,
                 format!("{param}.role `{role}` is not one of {}", ROLES.join(", ")),
             ));
@@ -58,7 +55,7 @@ pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
             Some(Value::String(_) | Value::Array(_)) => {}
             Some(Value::Null) | None if role == "assistant" && m.get("tool_calls").is_some() => {}
             _ => {
-                return Err(field_error(
+                return Err(ApiError::field(
                     &param,
                     format!("{param}.content must be a string or an array of parts"),
                 ));
@@ -68,27 +65,27 @@ pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
     let tier = match body.remove("tier") {
         None | Some(Value::Null) => None,
         Some(Value::String(t)) => Some(Tier::parse(&t).ok_or_else(|| {
-            field_error(
+            ApiError::field(
                 "tier",
                 format!("tier `{t}` is not one of eu-sovereign, frontier, cheapest"),
             )
         })?),
-        Some(_) => return Err(field_error("tier", "tier must be a string")),
+        Some(_) => return Err(ApiError::field("tier", "tier must be a string")),
     };
     let provider = match body.remove("provider") {
         None | Some(Value::Null) => None,
         Some(Value::String(p)) => Some(ProviderId::parse(&p).ok_or_else(|| {
-            field_error(
+            ApiError::field(
                 "provider",
-                format!("provider `{p}` is not one of anthropic, openai, mistral, ollama, ovh"),
+                format!("provider `{p}` is not one of {}", ProviderId::names()),
             )
         })?),
-        Some(_) => return Err(field_error("provider", "provider must be a string")),
+        Some(_) => return Err(ApiError::field("provider", "provider must be a string")),
     };
     let model = match body.remove("model") {
         None | Some(Value::Null) => None,
         Some(Value::String(m)) if !m.trim().is_empty() => Some(m),
-        Some(_) => return Err(field_error("model", "model must be a non-empty string")),
+        Some(_) => return Err(ApiError::field("model", "model must be a non-empty string")),
     };
     // OpenAI clients must send a model: a tier's name in `model` means that tier.
     let (tier, model) = match (tier, model) {
@@ -99,7 +96,7 @@ pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => b,
         Some(_) => {
-            return Err(field_error(
+            return Err(ApiError::field(
                 "contains_pii",
                 "contains_pii must be true or false",
             ));
@@ -108,7 +105,7 @@ pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
     let stream = match body.remove("stream") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => b,
-        Some(_) => return Err(field_error("stream", "stream must be true or false")),
+        Some(_) => return Err(ApiError::field("stream", "stream must be true or false")),
     };
     let include_usage = match body.remove("stream_options") {
         None | Some(Value::Null) => false,
@@ -116,7 +113,7 @@ pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
             Some(_) => {
-                return Err(field_error(
+                return Err(ApiError::field(
                     "stream_options",
                     "stream_options.include_usage must be true or false",
                 ));
@@ -152,73 +149,6 @@ pub(crate) struct Parsed {
     pub include_usage: bool,
 }
 
-pub(crate) fn gateway_error(error: GatewayError) -> ApiError {
-    match error {
-        GatewayError::Route(RouteError::Policy(message)) => ApiError {
-            status: StatusCode::FORBIDDEN,
-            message,
-            kind: "permission_error",
-            param: Some("contains_pii".into()),
-            code: Some("policy_violation"),
-        },
-        GatewayError::Route(RouteError::Invalid { param, message }) => {
-            ApiError::bad_request(message, Some(param))
-        }
-        GatewayError::Route(RouteError::Unavailable(message)) => ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            message,
-            kind: "server_error",
-            param: None,
-            code: Some("no_backend"),
-        },
-        GatewayError::Refused(attempt) => match &attempt.error {
-            UpstreamError::Status {
-                status: 400 | 404 | 422,
-                ..
-            } => ApiError::bad_request(
-                format!(
-                    "{} refused the request for model `{}`: {}",
-                    attempt.provider.as_str(),
-                    attempt.model,
-                    attempt.error
-                ),
-                None,
-            ),
-            _ => ApiError {
-                status: StatusCode::BAD_GATEWAY,
-                message: format!(
-                    "{} failed for model `{}`: {}",
-                    attempt.provider.as_str(),
-                    attempt.model,
-                    attempt.error
-                ),
-                kind: "server_error",
-                param: None,
-                code: Some("upstream_error"),
-            },
-        },
-        GatewayError::Exhausted(attempts) => {
-            let unreachable_only = attempts.iter().all(|a| {
-                matches!(
-                    a.error,
-                    UpstreamError::Connect(_) | UpstreamError::Timeout(_)
-                )
-            });
-            ApiError {
-                status: if unreachable_only {
-                    StatusCode::SERVICE_UNAVAILABLE
-                } else {
-                    StatusCode::BAD_GATEWAY
-                },
-                message: GatewayError::Exhausted(attempts).to_string(),
-                kind: "server_error",
-                param: None,
-                code: Some("upstream_unavailable"),
-            }
-        }
-    }
-}
-
 fn completion_id() -> String {
     let mut bytes = [0u8; 12];
     let _ = getrandom::fill(&mut bytes);
@@ -230,9 +160,9 @@ fn completion_id() -> String {
 
 /// `POST /v1/chat/completions`.
 pub async fn completions(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
-    TenantHeader(tenant): TenantHeader,
+    tenant: TenantHeader,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
     let Parsed {
@@ -241,13 +171,13 @@ pub async fn completions(
         stream,
         include_usage,
     } = parse(body)?;
-    let tenant = tenant.unwrap_or_else(|| DEFAULT_TENANT.to_owned());
+    let tenant = tenant.or_default();
     if stream {
         let streaming = state
             .gateway
             .chat_stream(&selection, &request)
             .await
-            .map_err(gateway_error)?;
+            .map_err(ApiError::from)?;
         let prompt_chars = request
             .messages
             .iter()
@@ -268,7 +198,7 @@ pub async fn completions(
         .gateway
         .chat(&selection, &request)
         .await
-        .map_err(gateway_error)?;
+        .map_err(ApiError::from)?;
     let outcome = &completed.outcome;
     let cost = completed
         .model

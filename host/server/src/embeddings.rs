@@ -10,36 +10,31 @@
 use atrium_inference::embed::DIMENSIONS;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::extract::{JsonBody, Org, TenantHeader};
-use crate::{ApiError, AppState, DEFAULT_TENANT};
+use crate::{ApiError, HostState};
 
 /// Inputs per request at most.
 pub const MAX_INPUTS: usize = 2048;
 /// Characters per input at most.
 pub const MAX_INPUT_CHARS: usize = 100_000;
 
-fn bad(param: &str, message: impl Into<String>) -> ApiError {
-    ApiError::bad_request(message, Some(param))
-}
-
 fn inputs(body: &Value) -> Result<Vec<String>, ApiError> {
     let list: Vec<Value> = match body.get("input") {
         None | Some(Value::Null) => {
-            return Err(bad(
+            return Err(ApiError::field(
                 "input",
                 "input is required: a string or an array of strings",
             ));
         }
         Some(Value::String(s)) => vec![Value::String(s.clone())],
         Some(Value::Array(items)) if items.is_empty() => {
-            return Err(bad("input", "input must not be empty"));
+            return Err(ApiError::field("input", "input must not be empty"));
         }
         Some(Value::Array(items)) if items.len() > MAX_INPUTS => {
-            return Err(bad(
+            return Err(ApiError::field(
                 "input",
                 format!(
                     "at most {MAX_INPUTS} inputs per request, got {}",
@@ -49,7 +44,7 @@ fn inputs(body: &Value) -> Result<Vec<String>, ApiError> {
         }
         Some(Value::Array(items)) => items.clone(),
         Some(_) => {
-            return Err(bad(
+            return Err(ApiError::field(
                 "input",
                 "input must be a string or an array of strings",
             ));
@@ -59,38 +54,42 @@ fn inputs(body: &Value) -> Result<Vec<String>, ApiError> {
         .enumerate()
         .map(|(i, item)| match item {
             Value::String(s) if s.trim().is_empty() => {
-                Err(bad("input", format!("input[{i}] is empty")))
+                Err(ApiError::field("input", format!("input[{i}] is empty")))
             }
-            Value::String(s) if s.chars().count() > MAX_INPUT_CHARS => Err(bad(
+            Value::String(s) if s.chars().count() > MAX_INPUT_CHARS => Err(ApiError::field(
                 "input",
                 format!("input[{i}] is longer than {MAX_INPUT_CHARS} characters"),
             )),
             Value::String(s) => Ok(s),
-            Value::Number(_) | Value::Array(_) => {
-                Err(bad("input", "token arrays are not accepted; send the text"))
-            }
-            _ => Err(bad("input", format!("input[{i}] must be a string"))),
+            Value::Number(_) | Value::Array(_) => Err(ApiError::field(
+                "input",
+                "token arrays are not accepted; send the text",
+            )),
+            _ => Err(ApiError::field(
+                "input",
+                format!("input[{i}] must be a string"),
+            )),
         })
         .collect()
 }
 
 /// `POST /v1/embeddings`.
 pub async fn create(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
-    TenantHeader(tenant): TenantHeader,
+    tenant: TenantHeader,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Json<Value>, ApiError> {
     let texts = inputs(&body)?;
     let provider = match body.get("provider") {
         None | Some(Value::Null) => None,
         Some(Value::String(p)) => Some(p.as_str()),
-        Some(_) => return Err(bad("provider", "provider must be a string")),
+        Some(_) => return Err(ApiError::field("provider", "provider must be a string")),
     };
     let embedder = match (body.get("model"), provider) {
         (None | Some(Value::Null), None) => state.embedders.default_embedder(),
         (None | Some(Value::Null), Some(p)) => state.embedders.by_provider(p).ok_or_else(|| {
-            bad(
+            ApiError::field(
                 "provider",
                 format!(
                     "provider `{p}` has no embedder on this host; {}",
@@ -99,7 +98,7 @@ pub async fn create(
             )
         })?,
         (Some(Value::String(m)), p) => state.embedders.find(m, p).ok_or_else(|| {
-            bad(
+            ApiError::field(
                 "model",
                 format!(
                     "model `{m}` is not an available embedder; {}",
@@ -107,14 +106,14 @@ pub async fn create(
                 ),
             )
         })?,
-        (Some(_), _) => return Err(bad("model", "model must be a string")),
+        (Some(_), _) => return Err(ApiError::field("model", "model must be a string")),
     };
     let base64 = match body.get("encoding_format") {
         None | Some(Value::Null) => false,
         Some(Value::String(f)) if f == "float" => false,
         Some(Value::String(f)) if f == "base64" => true,
         Some(_) => {
-            return Err(bad(
+            return Err(ApiError::field(
                 "encoding_format",
                 "encoding_format must be `float` or `base64`",
             ));
@@ -124,23 +123,13 @@ pub async fn create(
         None | Some(Value::Null) => {}
         Some(d) if d.as_u64() == Some(DIMENSIONS as u64) => {}
         Some(_) => {
-            return Err(bad(
+            return Err(ApiError::field(
                 "dimensions",
                 format!("embeddings have {DIMENSIONS} dimensions"),
             ));
         }
     }
-    let embedded = embedder.embed(&texts).await.map_err(|e| ApiError {
-        status: if e.unavailable() {
-            StatusCode::SERVICE_UNAVAILABLE
-        } else {
-            StatusCode::BAD_GATEWAY
-        },
-        message: e.to_string(),
-        kind: "server_error",
-        param: None,
-        code: Some("embedding_failed"),
-    })?;
+    let embedded = embedder.embed(&texts).await?;
     let data: Vec<Value> = embedded
         .vectors
         .iter()
@@ -156,7 +145,7 @@ pub async fn create(
         })
         .collect();
     let tokens = embedded.prompt_tokens;
-    let tenant = tenant.unwrap_or_else(|| DEFAULT_TENANT.to_owned());
+    let tenant = tenant.or_default();
     let billed = i64::try_from(tokens).unwrap_or(i64::MAX);
     state
         .metering
@@ -181,7 +170,7 @@ pub async fn create(
 }
 
 /// The embedders on offer, for error messages.
-fn offered(state: &AppState) -> String {
+fn offered(state: &HostState) -> String {
     let names: Vec<String> = state
         .embedders
         .all()

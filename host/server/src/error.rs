@@ -1,32 +1,58 @@
-//! The one error type of the /v1 API: it owns its status and OpenAI's error body,
-//! `{"error": {"message", "type", "param", "code"}}`.
+//! The one error type of the HTTP API, and the one place that maps the domain errors to it.
+//!
+//! An [`ApiError`] owns its status and OpenAI's error body,
+//! `{"error": {"message", "type", "param", "code"}}`. It is built only here: by a constructor
+//! per kind of answer, or by a `From` impl for each domain error (the store, the gateway, the
+//! embedders, retrieval), so a status mapping is written once. Failures on the host's side
+//! never show their internal text to the client: the client gets a sentence and an error id
+//! (also in the `x-error-id` header), and [`log_server_errors`], the one middleware that logs
+//! server errors, writes the details under that id.
 
+use atrium_inference::embed::EmbedError;
+use atrium_inference::providers::UpstreamError;
+use atrium_inference::{GatewayError, RouteError};
+use atrium_retrieval::RetrievalError;
 use axum::Json;
-use axum::http::StatusCode;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-/// An error answered to a /v1 client.
+/// The response header that carries the id of a server error, as in the host's log.
+pub const ERROR_ID_HEADER: &str = "x-error-id";
+
+/// An error answered to a client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
-    /// The HTTP status.
-    pub status: StatusCode,
-    /// A sentence naming what is wrong.
-    pub message: String,
-    /// OpenAI's error type: `invalid_request_error`, `authentication_error`,
-    /// `permission_error`, `not_found_error`, `server_error`, ...
-    pub kind: &'static str,
-    /// The request field at fault, when there is one.
-    pub param: Option<String>,
-    /// A stable code: `invalid_api_key`, `policy_violation`, `invalid_json`, ...
-    pub code: Option<&'static str>,
+    status: StatusCode,
+    message: String,
+    kind: &'static str,
+    param: Option<String>,
+    code: Option<&'static str>,
+    /// For a failure on the host's side: the id the client gets and the details only the log
+    /// gets.
+    internal: Option<Box<Internal>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Internal {
+    id: String,
+    detail: String,
+}
+
+/// What [`log_server_errors`] reads from a response: set by [`ApiError::into_response`].
+#[derive(Debug, Clone)]
+struct ServerErrorRecord {
+    message: String,
+    internal: Option<Box<Internal>>,
 }
 
 impl ApiError {
     fn new(
         status: StatusCode,
         kind: &'static str,
-        code: Option<&'static str>,
+        code: &'static str,
         message: impl Into<String>,
     ) -> Self {
         ApiError {
@@ -34,21 +60,42 @@ impl ApiError {
             message: message.into(),
             kind,
             param: None,
-            code,
+            code: Some(code),
+            internal: None,
         }
+    }
+
+    /// The same error, naming the request field at fault.
+    #[must_use]
+    fn with_param(mut self, param: Option<&str>) -> Self {
+        self.param = param.map(str::to_owned);
+        self
+    }
+
+    /// An error of the client's request with a status other than 400, typed as the client's
+    /// mistake.
+    fn client(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(status, "invalid_request_error", code, message)
+    }
+
+    /// An error on the host's or an upstream's side that says what failed (no internals).
+    fn server(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(status, "server_error", code, message)
     }
 
     /// 400: the request is malformed; `param` names the field when known.
     pub fn bad_request(message: impl Into<String>, param: Option<&str>) -> Self {
-        ApiError {
-            param: param.map(str::to_owned),
-            ..Self::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                Some("invalid_request"),
-                message,
-            )
-        }
+        Self::client(StatusCode::BAD_REQUEST, "invalid_request", message).with_param(param)
+    }
+
+    /// 400: the body is not JSON.
+    pub fn invalid_json(message: impl Into<String>) -> Self {
+        Self::client(StatusCode::BAD_REQUEST, "invalid_json", message)
+    }
+
+    /// 400 naming the request field at fault.
+    pub fn field(param: &str, message: impl Into<String>) -> Self {
+        Self::bad_request(message, Some(param))
     }
 
     /// 401: no key, or an unknown or revoked key.
@@ -56,7 +103,7 @@ impl ApiError {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
-            Some("invalid_api_key"),
+            "invalid_api_key",
             message,
         )
     }
@@ -66,30 +113,70 @@ impl ApiError {
         Self::new(
             StatusCode::NOT_FOUND,
             "not_found_error",
-            Some("not_found"),
+            "not_found",
             message,
         )
     }
 
     /// 413: the body is larger than the host accepts.
     pub fn too_large(limit: usize) -> Self {
-        Self::new(
+        Self::client(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_request_error",
-            Some("request_too_large"),
+            "request_too_large",
             format!("the request body is larger than {limit} bytes"),
         )
     }
 
-    /// 500: a failure on the host's side; the details go to the log, not to the client.
-    pub fn internal(context: &str, error: &dyn std::fmt::Display) -> Self {
-        tracing::error!(%error, "{context}");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
-            Some("internal_error"),
-            format!("{context}; the host logged the details"),
+    /// 413 for an uploaded file (the `file` field) over `limit` bytes.
+    pub fn file_too_large(limit: usize) -> Self {
+        Self::client(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request_too_large",
+            format!("the file is larger than {limit} bytes"),
         )
+        .with_param(Some("file"))
+    }
+
+    /// 415: the uploaded file (the `file` field) is of a type the endpoint does not take.
+    pub fn unsupported_file_type(message: impl Into<String>) -> Self {
+        Self::client(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_file_type",
+            message,
+        )
+        .with_param(Some("file"))
+    }
+
+    /// 503: a part of the host this request needs is not running or not configured.
+    pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::server(StatusCode::SERVICE_UNAVAILABLE, code, message)
+    }
+
+    /// 500: a failure on the host's side. The client gets `context` and an error id; the
+    /// details are logged under that id and never sent.
+    pub fn internal(context: &str, error: &dyn std::fmt::Display) -> Self {
+        let id = error_id();
+        ApiError {
+            internal: Some(Box::new(Internal {
+                id: id.clone(),
+                detail: error.to_string(),
+            })),
+            ..Self::server(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                format!("{context}; the host logged the details under error id {id}"),
+            )
+        }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The sentence answered to the client.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 
     /// The JSON body.
@@ -98,10 +185,63 @@ impl ApiError {
     }
 }
 
+/// A short random id that ties a client's error to the host's log line.
+fn error_id() -> String {
+    let mut bytes = [0u8; 8];
+    // A failed read of the system's randomness leaves zeros: the id is for correlation only.
+    let _ = getrandom::fill(&mut bytes);
+    format!(
+        "err_{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let mut response = (self.status, Json(self.body())).into_response();
+        if self.status.is_server_error() {
+            if let Some(internal) = &self.internal
+                && let Ok(id) = HeaderValue::from_str(&internal.id)
+            {
+                response.headers_mut().insert(ERROR_ID_HEADER, id);
+            }
+            response.extensions_mut().insert(ServerErrorRecord {
+                message: self.message,
+                internal: self.internal,
+            });
+        }
+        response
     }
+}
+
+/// The one place server errors are logged: every 5xx answer, with the method, the path and,
+/// for a host failure, its id and details. 502 and 503 (an upstream or a part of the host is
+/// down) are warnings; the rest are errors.
+pub async fn log_server_errors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let mut response = next.run(request).await;
+    let status = response.status();
+    if !status.is_server_error() {
+        return response;
+    }
+    let record = response.extensions_mut().remove::<ServerErrorRecord>();
+    let message = record.as_ref().map_or("", |r| r.message.as_str());
+    match record.as_ref().and_then(|r| r.internal.as_ref()) {
+        Some(internal) => tracing::error!(
+            %method, %path, status = status.as_u16(), error_id = %internal.id,
+            detail = %internal.detail, "{message}"
+        ),
+        None if matches!(
+            status,
+            StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE
+        ) =>
+        {
+            tracing::warn!(%method, %path, status = status.as_u16(), "{message}");
+        }
+        None => tracing::error!(%method, %path, status = status.as_u16(), "{message}"),
+    }
+    response
 }
 
 impl From<atrium_store::StoreError> for ApiError {
@@ -111,5 +251,142 @@ impl From<atrium_store::StoreError> for ApiError {
             atrium_store::StoreError::NotFound(message) => ApiError::not_found(message),
             other => ApiError::internal("the database failed", &other),
         }
+    }
+}
+
+/// An embedder's failure: 503 when the backend could not be reached (another try may work),
+/// 502 when it answered something unusable.
+impl From<EmbedError> for ApiError {
+    fn from(error: EmbedError) -> Self {
+        let status = if error.unavailable() {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::BAD_GATEWAY
+        };
+        ApiError::server(status, "embedding_failed", error.to_string())
+    }
+}
+
+impl From<GatewayError> for ApiError {
+    fn from(error: GatewayError) -> Self {
+        match error {
+            GatewayError::Route(RouteError::Policy(message)) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                "policy_violation",
+                message,
+            )
+            .with_param(Some("contains_pii")),
+            GatewayError::Route(RouteError::Invalid { param, message }) => {
+                ApiError::bad_request(message, Some(param))
+            }
+            GatewayError::Route(RouteError::Unavailable(message)) => {
+                ApiError::unavailable("no_backend", message)
+            }
+            GatewayError::Refused(attempt) => match &attempt.error {
+                UpstreamError::Status {
+                    status: 400 | 404 | 422,
+                    ..
+                } => ApiError::bad_request(
+                    format!(
+                        "{} refused the request for model `{}`: {}",
+                        attempt.provider.as_str(),
+                        attempt.model,
+                        attempt.error
+                    ),
+                    None,
+                ),
+                _ => ApiError::server(
+                    StatusCode::BAD_GATEWAY,
+                    "upstream_error",
+                    format!(
+                        "{} failed for model `{}`: {}",
+                        attempt.provider.as_str(),
+                        attempt.model,
+                        attempt.error
+                    ),
+                ),
+            },
+            GatewayError::Exhausted(attempts) => {
+                let unreachable_only = attempts.iter().all(|a| {
+                    matches!(
+                        a.error,
+                        UpstreamError::Connect(_) | UpstreamError::Timeout(_)
+                    )
+                });
+                let status = if unreachable_only {
+                    StatusCode::SERVICE_UNAVAILABLE
+                } else {
+                    StatusCode::BAD_GATEWAY
+                };
+                ApiError::server(
+                    status,
+                    "upstream_unavailable",
+                    GatewayError::Exhausted(attempts).to_string(),
+                )
+            }
+        }
+    }
+}
+
+impl From<RetrievalError> for ApiError {
+    fn from(error: RetrievalError) -> Self {
+        match error {
+            RetrievalError::NotFound(message) => ApiError::not_found(message),
+            RetrievalError::Invalid { param, message } => ApiError::bad_request(message, param),
+            RetrievalError::TooLarge(message) => {
+                ApiError::client(StatusCode::PAYLOAD_TOO_LARGE, "document_too_large", message)
+            }
+            RetrievalError::Unprocessable(message) => ApiError::client(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unprocessable_document",
+                message,
+            ),
+            RetrievalError::Embedding(e) => {
+                let mapped = ApiError::from(e);
+                ApiError {
+                    message: format!("embedding failed: {}", mapped.message),
+                    ..mapped
+                }
+            }
+            e @ RetrievalError::EmbedderMissing { .. } => {
+                ApiError::unavailable("embedder_unavailable", e.to_string())
+            }
+            RetrievalError::Storage(detail) => ApiError {
+                code: Some("storage_failed"),
+                ..ApiError::internal("the retrieval store failed", &detail)
+            },
+            RetrievalError::Store(e) => ApiError::from(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_failure_shows_its_id_and_not_its_details() {
+        let error = ApiError::internal("the database failed", &"disk I/O error at page 7");
+        assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!error.message().contains("page 7"), "{}", error.message());
+        let id = error.internal.as_ref().map(|i| i.id.clone()).unwrap();
+        assert!(error.message().ends_with(&id), "{}", error.message());
+        let response = error.into_response();
+        assert_eq!(response.headers()[ERROR_ID_HEADER], id.as_str());
+    }
+
+    #[test]
+    fn retrieval_storage_failures_keep_their_code_and_hide_the_details() {
+        let error = ApiError::from(RetrievalError::Storage(
+            "lance: object store at s3://secret-bucket/rag refused".into(),
+        ));
+        assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(error.body()["error"]["code"], "storage_failed");
+        assert!(
+            !error.message().contains("secret-bucket"),
+            "{}",
+            error.message()
+        );
     }
 }

@@ -6,7 +6,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use crate::{ApiError, AppState};
+use crate::{ApiError, HostState};
 
 /// The organization of the presented key.
 #[derive(Debug, Clone)]
@@ -17,10 +17,10 @@ pub struct Org {
     pub key_id: String,
 }
 
-impl FromRequestParts<AppState> for Org {
+impl FromRequestParts<HostState> for Org {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &HostState) -> Result<Self, ApiError> {
         let Some(header) = parts.headers.get(axum::http::header::AUTHORIZATION) else {
             return Err(ApiError::unauthorized(
                 "missing Authorization header: send `Authorization: Bearer <key>`",
@@ -62,6 +62,13 @@ pub const TENANT_HEADER: &str = "x-service-tenant";
 /// The tenant named by `X-Service-Tenant`, if any (checked, not yet created).
 #[derive(Debug, Clone)]
 pub struct TenantHeader(pub Option<String>);
+
+impl TenantHeader {
+    /// The tenant named, or [`crate::DEFAULT_TENANT`] for calls that name none.
+    pub fn or_default(self) -> String {
+        self.0.unwrap_or_else(|| crate::DEFAULT_TENANT.to_owned())
+    }
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for TenantHeader {
     type Rejection = ApiError;
@@ -108,18 +115,12 @@ fn json_error(rejection: JsonRejection) -> ApiError {
             let detail =
                 std::error::Error::source(&e).map_or_else(|| e.body_text(), ToString::to_string);
             let param = detail.split('`').nth(1).map(str::to_owned);
-            let mut error =
-                ApiError::bad_request(format!("invalid request body: {detail}"), param.as_deref());
-            error.code = Some("invalid_request");
-            error
+            ApiError::bad_request(format!("invalid request body: {detail}"), param.as_deref())
         }
         JsonRejection::JsonSyntaxError(e) => {
             let detail =
                 std::error::Error::source(&e).map_or_else(|| e.body_text(), ToString::to_string);
-            let mut error =
-                ApiError::bad_request(format!("the body is not valid JSON: {detail}"), None);
-            error.code = Some("invalid_json");
-            error
+            ApiError::invalid_json(format!("the body is not valid JSON: {detail}"))
         }
         JsonRejection::MissingJsonContentType(_) => ApiError::bad_request(
             "the body must be JSON with `Content-Type: application/json`",

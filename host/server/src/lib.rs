@@ -1,6 +1,6 @@
 //! Atrium's HTTP server.
 //!
-//! [`router`] builds the whole router from an [`AppState`], so tests call it without a socket;
+//! [`router`] builds the whole router from an [`HostState`], so tests call it without a socket;
 //! [`serve`] runs it on a listener until a shutdown signal, letting requests in flight finish.
 //! Every /v1 error is [`ApiError`]: OpenAI's body `{"error": {"message", "type", "param",
 //! "code"}}` with a fitting status.
@@ -24,7 +24,7 @@ use axum::routing::{get, post};
 
 pub use auth::TTL as KEY_CACHE_TTL;
 pub use chat::DEFAULT_TENANT;
-pub use error::ApiError;
+pub use error::{ApiError, ERROR_ID_HEADER};
 pub use extract::{JsonBody, Org, TENANT_HEADER, TenantHeader};
 pub use meter::Metering;
 
@@ -33,7 +33,7 @@ pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
 /// What every handler shares.
 #[derive(Clone)]
-pub struct AppState {
+pub struct HostState {
     /// The database.
     pub store: atrium_store::Store,
     /// The inference providers and the catalog.
@@ -50,12 +50,12 @@ pub struct AppState {
     pub retrieval: Option<std::sync::Arc<atrium_retrieval::Retrieval>>,
 }
 
-impl AppState {
+impl HostState {
     /// A state with the default batch runner settings; starts the metering writer, so call it
     /// on a Tokio runtime.
     pub fn new(store: atrium_store::Store, gateway: atrium_inference::Gateway) -> Self {
         let metering = meter::Metering::start(store.clone());
-        AppState {
+        HostState {
             store,
             gateway: std::sync::Arc::new(gateway),
             batches: std::sync::Arc::default(),
@@ -80,7 +80,7 @@ impl AppState {
 }
 
 /// The host's routes.
-pub fn router(state: AppState) -> Router {
+pub fn router(state: HostState) -> Router {
     let v1 = Router::new()
         .route("/chat/completions", post(chat::completions))
         .route("/models", get(v1::models))
@@ -111,6 +111,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/v1", v1)
         .route("/health", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(error::log_server_errors))
         .with_state(state)
 }
 
@@ -120,7 +121,7 @@ pub fn router(state: AppState) -> Router {
 /// the metering writer is flushed.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    state: AppState,
+    state: HostState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let runner = tokio::spawn(batches::run(state.clone()));

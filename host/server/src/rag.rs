@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use atrium_retrieval::{EmbedUsage, Retrieval, RetrievalError};
+use atrium_retrieval::{EmbedUsage, Retrieval};
 use atrium_store::{Collection, Document};
 use axum::Json;
 use axum::body::Bytes;
@@ -17,95 +17,21 @@ use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
 use crate::extract::{JsonBody, Org, TenantHeader};
-use crate::{ApiError, AppState, DEFAULT_TENANT};
+use crate::{ApiError, HostState};
 
 /// The largest file `POST /v1/rag/{collection}/files` takes: 32 MiB.
 pub const MAX_FILE_BYTES: usize = 32 * 1024 * 1024;
 
-fn retrieval(state: &AppState) -> Result<Arc<Retrieval>, ApiError> {
-    state.retrieval.clone().ok_or_else(|| ApiError {
-        status: StatusCode::SERVICE_UNAVAILABLE,
-        message: "managed retrieval is not enabled on this host".into(),
-        kind: "server_error",
-        param: None,
-        code: Some("retrieval_unavailable"),
+fn retrieval(state: &HostState) -> Result<Arc<Retrieval>, ApiError> {
+    state.retrieval.clone().ok_or_else(|| {
+        ApiError::unavailable(
+            "retrieval_unavailable",
+            "managed retrieval is not enabled on this host",
+        )
     })
 }
 
-fn tenant(header: TenantHeader) -> String {
-    header.0.unwrap_or_else(|| DEFAULT_TENANT.to_owned())
-}
-
-fn status_error(
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    param: Option<&str>,
-) -> ApiError {
-    ApiError {
-        status,
-        message,
-        kind: if status.is_server_error() {
-            "server_error"
-        } else {
-            "invalid_request_error"
-        },
-        param: param.map(str::to_owned),
-        code: Some(code),
-    }
-}
-
-impl From<RetrievalError> for ApiError {
-    fn from(error: RetrievalError) -> Self {
-        match error {
-            RetrievalError::NotFound(message) => ApiError::not_found(message),
-            RetrievalError::Invalid { param, message } => ApiError::bad_request(message, param),
-            RetrievalError::TooLarge(message) => status_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "document_too_large",
-                message,
-                None,
-            ),
-            RetrievalError::Unprocessable(message) => status_error(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "unprocessable_document",
-                message,
-                None,
-            ),
-            RetrievalError::Embedding(e) => {
-                let status = if e.unavailable() {
-                    StatusCode::SERVICE_UNAVAILABLE
-                } else {
-                    StatusCode::BAD_GATEWAY
-                };
-                status_error(
-                    status,
-                    "embedding_failed",
-                    format!("embedding failed: {e}"),
-                    None,
-                )
-            }
-            e @ RetrievalError::EmbedderMissing { .. } => status_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "embedder_unavailable",
-                e.to_string(),
-                None,
-            ),
-            RetrievalError::Storage(message) => {
-                tracing::error!(%message, "retrieval storage failed");
-                status_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "storage_failed",
-                    message,
-                    None,
-                )
-            }
-            RetrievalError::Store(e) => ApiError::from(e),
-        }
-    }
-}
-
-async fn meter(state: &AppState, org: &Org, tenant: &str, usage: &EmbedUsage) {
+async fn meter(state: &HostState, org: &Org, tenant: &str, usage: &EmbedUsage) {
     state
         .metering
         .record(atrium_store::UsageRecord {
@@ -152,13 +78,13 @@ fn document_json(d: &Document) -> Value {
 
 /// `POST /v1/rag/{collection}`: 201 with the collection when created, 200 when it existed.
 pub async fn create_collection(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     header: TenantHeader,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let retrieval = retrieval(&state)?;
-    let tenant = tenant(header);
+    let tenant = header.or_default();
     let (collection, created) = retrieval
         .create_collection(&org.org_id, &tenant, &name)
         .await?;
@@ -174,12 +100,12 @@ pub async fn create_collection(
 
 /// `GET /v1/rag`: the tenant's collections.
 pub async fn list_collections(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     header: TenantHeader,
 ) -> Result<Json<Value>, ApiError> {
     let retrieval = retrieval(&state)?;
-    let tenant = tenant(header);
+    let tenant = header.or_default();
     let list = retrieval.list_collections(&org.org_id, &tenant).await?;
     let data: Vec<Value> = list
         .iter()
@@ -195,13 +121,13 @@ pub async fn list_collections(
 
 /// `GET /v1/rag/{collection}/documents`: the indexed documents, oldest first.
 pub async fn list_documents(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     header: TenantHeader,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let retrieval = retrieval(&state)?;
-    let tenant = tenant(header);
+    let tenant = header.or_default();
     let documents = retrieval.documents(&org.org_id, &tenant, &name).await?;
     let data: Vec<Value> = documents.iter().map(document_json).collect();
     Ok(Json(json!({"object": "list", "data": data})))
@@ -209,13 +135,13 @@ pub async fn list_documents(
 
 /// `DELETE /v1/rag/{collection}/documents/{id}`.
 pub async fn delete_document(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     header: TenantHeader,
     Path((name, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let retrieval = retrieval(&state)?;
-    let tenant = tenant(header);
+    let tenant = header.or_default();
     retrieval
         .delete_document(&org.org_id, &tenant, &name, &id)
         .await?;
@@ -239,7 +165,7 @@ fn string_field<'a>(body: &'a Value, field: &'static str) -> Result<&'a str, Api
 }
 
 async fn add(
-    state: &AppState,
+    state: &HostState,
     org: &Org,
     tenant: &str,
     name: &str,
@@ -258,13 +184,13 @@ async fn add(
 /// `POST /v1/rag/{collection}/documents` with `title` and `text`: 201 with the document
 /// (`document_id`, `chunks`, `chars`, `status: "indexed"`, ...).
 pub async fn add_document(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     header: TenantHeader,
     Path(name): Path<String>,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let tenant = tenant(header);
+    let tenant = header.or_default();
     if !body.is_object() {
         return Err(ApiError::bad_request(
             "the body must be a JSON object with `title` and `text`",
@@ -315,28 +241,23 @@ fn kind_of(content_type: Option<&str>, bytes: &[u8]) -> Result<Kind, ApiError> {
 }
 
 fn unsupported(what: &str) -> ApiError {
-    status_error(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_file_type",
-        format!(
-            "{what}; send a PDF (application/pdf) or text (text/plain, text/markdown, text/csv)"
-        ),
-        Some("file"),
-    )
+    ApiError::unsupported_file_type(format!(
+        "{what}; send a PDF (application/pdf) or text (text/plain, text/markdown, text/csv)"
+    ))
 }
 
 /// `POST /v1/rag/{collection}/files`: a PDF or a text file, as `multipart/form-data` (a `file`
 /// part, an optional `title` part) or as the raw body with its Content-Type (and an optional
 /// `?title=`). 201 with `document_id`, `chunks`, `chars`, `status: "indexed"`.
 pub async fn upload_file(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     header: TenantHeader,
     Path(name): Path<String>,
     Query(params): Query<std::collections::HashMap<String, String>>,
     request: Request,
 ) -> Result<impl IntoResponse, ApiError> {
-    let tenant = tenant(header);
+    let tenant = header.or_default();
     let retrieval = retrieval(&state)?;
     let content_type = request
         .headers()
@@ -385,7 +306,7 @@ pub async fn upload_file(
     } else {
         let data = Bytes::from_request(request, &state).await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                file_too_large()
+                ApiError::file_too_large(MAX_FILE_BYTES)
             } else {
                 ApiError::bad_request(format!("cannot read the body: {e}"), Some("file"))
             }
@@ -399,7 +320,7 @@ pub async fn upload_file(
         return Err(ApiError::bad_request("the file is empty", Some("file")));
     }
     if bytes.len() > MAX_FILE_BYTES {
-        return Err(file_too_large());
+        return Err(ApiError::file_too_large(MAX_FILE_BYTES));
     }
     let title = title
         .map(|t| t.trim().to_owned())
@@ -415,18 +336,9 @@ pub async fn upload_file(
     add(&state, &org, &tenant, &name, &title, text, source).await
 }
 
-fn file_too_large() -> ApiError {
-    status_error(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "request_too_large",
-        format!("the file is larger than {MAX_FILE_BYTES} bytes"),
-        Some("file"),
-    )
-}
-
 fn multipart_error(e: &axum::extract::multipart::MultipartError) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        file_too_large()
+        ApiError::file_too_large(MAX_FILE_BYTES)
     } else {
         ApiError::bad_request(
             format!("the multipart body is malformed: {}", e.body_text()),
@@ -439,14 +351,14 @@ fn multipart_error(e: &axum::extract::multipart::MultipartError) -> ApiError {
 /// `matches`, best first, each with `text`, `title`, `score` (in (0, 1], larger is better),
 /// `document_id` and `position`.
 pub async fn query(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     header: TenantHeader,
     Path(name): Path<String>,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Json<Value>, ApiError> {
     let retrieval = retrieval(&state)?;
-    let tenant = tenant(header);
+    let tenant = header.or_default();
     if !body.is_object() {
         return Err(ApiError::bad_request(
             "the body must be a JSON object with `query`",
@@ -512,11 +424,11 @@ mod tests {
             Kind::Text
         );
         assert_eq!(
-            kind_of(Some("image/png"), b"\x89PNG").unwrap_err().status,
+            kind_of(Some("image/png"), b"\x89PNG").unwrap_err().status(),
             StatusCode::UNSUPPORTED_MEDIA_TYPE
         );
         assert_eq!(
-            kind_of(None, b"\xff\xfe\x00").unwrap_err().status,
+            kind_of(None, b"\xff\xfe\x00").unwrap_err().status(),
             StatusCode::UNSUPPORTED_MEDIA_TYPE
         );
     }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::extract::{JsonBody, Org};
-use crate::{ApiError, AppState};
+use crate::{ApiError, HostState};
 
 /// `POST /v1/tenants`.
 #[derive(Debug, Deserialize)]
@@ -39,7 +39,7 @@ fn millis_to_rfc3339(ms: i64) -> String {
 
 /// Registers a tenant up front, or updates its name and external id.
 pub async fn register_tenant(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     JsonBody(body): JsonBody<RegisterTenant>,
 ) -> Result<Json<Value>, ApiError> {
@@ -92,7 +92,7 @@ fn tenant_entry(t: &atrium_store::TenantUsage) -> Value {
 
 /// Organization-wide usage, or one tenant's with `?tenant=ID`.
 pub async fn usage(
-    State(state): State<AppState>,
+    State(state): State<HostState>,
     org: Org,
     Query(query): Query<UsageQuery>,
 ) -> Result<Json<Value>, ApiError> {
@@ -120,7 +120,7 @@ pub async fn usage(
 
 /// `GET /v1/models`: the catalog in OpenAI's list shape, with Atrium's extensions (`provider`,
 /// `jurisdiction`, `available`, prices in USD per million tokens, tiers).
-pub async fn models(State(state): State<AppState>, _org: Org) -> Json<Value> {
+pub async fn models(State(state): State<HostState>, _org: Org) -> Json<Value> {
     let gateway = &state.gateway;
     let data: Vec<Value> = gateway
         .catalog()
