@@ -43,6 +43,12 @@ impl ProviderId {
         }
     }
 
+    /// Every provider's name in the order of [`ProviderId::ALL`], joined by `, `: the list that
+    /// messages such as "`azure` is not one of ..." give.
+    pub fn names() -> String {
+        Self::ALL.map(ProviderId::as_str).join(", ")
+    }
+
     /// Parses a provider name (case-insensitive).
     pub fn parse(name: &str) -> Option<ProviderId> {
         Self::ALL
@@ -248,5 +254,17 @@ mod tests {
         }
         assert_eq!(ProviderId::parse("OVH"), Some(ProviderId::Ovh));
         assert_eq!(ProviderId::parse("azure"), None);
+    }
+
+    #[test]
+    fn the_list_of_names_follows_all() {
+        // The text of configuration and request errors; a new provider joins it at the end.
+        assert_eq!(
+            ProviderId::names(),
+            "openai, anthropic, mistral, ollama, ovh"
+        );
+        for id in ProviderId::ALL {
+            assert_eq!(ProviderId::parse(id.as_str()), Some(id));
+        }
     }
 }

@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::catalog::{Catalog, Jurisdiction, ModelInfo, ProviderId};
+use crate::providers::{self, ProviderConfig, Requirement};
 use crate::router::Tier;
 
 /// The configuration file.
@@ -73,7 +74,12 @@ impl InferenceConfig {
     pub fn parse(text: &str) -> Result<Self, String> {
         let config: InferenceConfig = toml::from_str(text).map_err(|e| e.to_string())?;
         for name in config.providers.keys() {
-            ProviderId::parse(name).ok_or_else(|| format!("[providers.{name}]: `{name}` is not one of openai, anthropic, mistral, ollama, ovh"))?;
+            ProviderId::parse(name).ok_or_else(|| {
+                format!(
+                    "[providers.{name}]: `{name}` is not one of {}",
+                    ProviderId::names()
+                )
+            })?;
         }
         for (name, settings) in &config.providers {
             if settings.timeout_seconds == Some(0) {
@@ -96,8 +102,9 @@ impl InferenceConfig {
             }
             let provider = ProviderId::parse(&m.provider).ok_or_else(|| {
                 format!(
-                    "{at}: provider `{}` is not one of openai, anthropic, mistral, ollama, ovh",
-                    m.provider
+                    "{at}: provider `{}` is not one of {}",
+                    m.provider,
+                    ProviderId::names()
                 )
             })?;
             for (field, price) in [
@@ -168,40 +175,32 @@ impl InferenceConfig {
         })
     }
 
-    /// A provider's timeout.
-    /// How to reach `provider`, or `None` when it is not configured: a provider needs its API
-    /// key, Ollama its base URL. Unset base URLs and timeouts take the provider's defaults.
+    /// How to reach `provider`, or `None` when it is not configured: what its descriptor
+    /// requires (an API key; for Ollama, a base URL) must be set. Unset base URLs and timeouts
+    /// take the provider's defaults.
     pub(crate) fn provider(
         &self,
         provider: ProviderId,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Option<crate::providers::ProviderConfig> {
-        use crate::providers;
+    ) -> Option<ProviderConfig> {
+        let descriptor = providers::descriptor(provider);
         let key = self.setting(provider, "API_KEY", env);
         let base = self.setting(provider, "BASE_URL", env);
-        let available = match provider {
-            ProviderId::Ollama => base.is_some(),
-            _ => key.is_some(),
+        let available = match descriptor.requires {
+            Requirement::ApiKey => key.is_some(),
+            Requirement::BaseUrl => base.is_some(),
         };
         if !available {
             return None;
         }
-        let default_base = match provider {
-            ProviderId::Openai => providers::openai::DEFAULT_BASE_URL,
-            ProviderId::Anthropic => providers::anthropic::DEFAULT_BASE_URL,
-            ProviderId::Mistral => providers::mistral::DEFAULT_BASE_URL,
-            ProviderId::Ollama => providers::ollama::DEFAULT_BASE_URL,
-            ProviderId::Ovh => providers::ovh::DEFAULT_BASE_URL,
-        };
-        Some(crate::providers::ProviderConfig {
-            base_url: base.unwrap_or_else(|| default_base.to_owned()),
+        Some(ProviderConfig {
+            base_url: base.unwrap_or_else(|| descriptor.default_base_url.to_owned()),
             api_key: key,
-            timeout: self
-                .timeout(provider)
-                .unwrap_or(crate::gateway::DEFAULT_TIMEOUT),
+            timeout: self.timeout(provider).unwrap_or(descriptor.default_timeout),
         })
     }
 
+    /// A provider's timeout, when the file sets one.
     pub(crate) fn timeout(&self, provider: ProviderId) -> Option<Duration> {
         self.providers
             .get(provider.as_str())?
@@ -294,5 +293,14 @@ mod tests {
             let err = InferenceConfig::parse(text).unwrap_err();
             assert!(err.contains(expected), "{text}: {err}");
         }
+        // The list of names comes from `ProviderId::ALL`; the text is the one operators know.
+        assert_eq!(
+            InferenceConfig::parse("[providers.azure]\napi_key = \"x\"").unwrap_err(),
+            "[providers.azure]: `azure` is not one of openai, anthropic, mistral, ollama, ovh"
+        );
+        assert_eq!(
+            InferenceConfig::parse("[[models]]\nid = \"m\"\nprovider = \"azure\"\ninput_usd_per_million = 1\noutput_usd_per_million = 1").unwrap_err(),
+            "models[0] (`m`): provider `azure` is not one of openai, anthropic, mistral, ollama, ovh"
+        );
     }
 }

@@ -1,21 +1,18 @@
-//! The gateway: providers built from the environment, and a chat call that walks the routed
+//! The gateway: providers built from the configuration, and a chat call that walks the routed
 //! backends with fallback.
 //!
 //! Each provider is configured by `ATRIUM_<PROVIDER>_BASE_URL` (default: the provider's public
-//! API) and `ATRIUM_<PROVIDER>_API_KEY`, PROVIDER one of OPENAI, ANTHROPIC, MISTRAL, OLLAMA, OVH.
-//! A provider without a key is unavailable and routing skips it; Ollama needs no key and is
-//! available when its base URL is set.
+//! API, [`providers::default_base_url`]) and `ATRIUM_<PROVIDER>_API_KEY`, PROVIDER the
+//! upper-case name of a [`ProviderId`], or by the configuration file ([`InferenceConfig`]). A
+//! provider without a key is unavailable and routing skips it; Ollama needs no key and is
+//! available when its base URL is set (its [`providers::Requirement`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::config::InferenceConfig;
 use crate::providers::{self, ChatOutcome, ChatRequest, Provider, UpstreamError};
 use crate::{Catalog, ModelInfo, ProviderId, RouteError, Selection, route};
-
-/// How long one upstream call may take by default.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One backend tried.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +39,7 @@ pub struct Completed {
 /// A streamed chat call that has started.
 pub struct Streaming {
     /// The events, as the backend sends them.
-    pub events: crate::providers::stream::EventStream,
+    pub events: providers::stream::EventStream,
     /// The backend that answers.
     pub model: ModelInfo,
     /// The backends that failed before it.
@@ -97,22 +94,13 @@ impl Gateway {
     /// winning over it, and the file's catalog.
     pub fn from_config(config: &InferenceConfig, var: &dyn Fn(&str) -> Option<String>) -> Self {
         let client = reqwest::Client::new();
-        let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
-        for id in ProviderId::ALL {
-            let Some(config) = config.provider(id, var) else {
-                continue;
-            };
-            let provider: Arc<dyn Provider> = match id {
-                ProviderId::Openai => Arc::new(providers::OpenAi::new(client.clone(), config)),
-                ProviderId::Anthropic => {
-                    Arc::new(providers::Anthropic::new(client.clone(), config))
-                }
-                ProviderId::Mistral => Arc::new(providers::Mistral::new(client.clone(), config)),
-                ProviderId::Ollama => Arc::new(providers::Ollama::new(client.clone(), config)),
-                ProviderId::Ovh => Arc::new(providers::Ovh::new(client.clone(), config)),
-            };
-            providers.push(provider);
-        }
+        let providers: Vec<Arc<dyn Provider>> = ProviderId::ALL
+            .into_iter()
+            .filter_map(|id| {
+                let settings = config.provider(id, var)?;
+                Some(providers::build(id, client.clone(), settings))
+            })
+            .collect();
         // The file was checked when it was parsed; a catalog error here cannot happen, and
         // the built-in catalog is the safe answer if it did.
         Self::new(config.catalog().unwrap_or_default(), providers)

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 
 use crate::ProviderId;
 use crate::config::InferenceConfig;
-use crate::providers::UpstreamError;
+use crate::providers::{ProviderConfig, UpstreamError};
 
 pub use remote::{OllamaEmbedder, OpenAiWireEmbedder};
 
@@ -174,19 +174,18 @@ impl Embedders {
     /// default among them.
     pub fn from_config(config: &InferenceConfig, var: &dyn Fn(&str) -> Option<String>) -> Self {
         let client = reqwest::Client::new();
-        let mut list: Vec<Arc<dyn Embedder>> = Vec::new();
-        for id in [ProviderId::Ovh, ProviderId::Mistral, ProviderId::Ollama] {
+        let mut offered: Vec<(u8, Arc<dyn Embedder>)> = Vec::new();
+        for id in ProviderId::ALL {
+            let Some((rank, build)) = offered_by(id) else {
+                continue;
+            };
             let Some(settings) = config.provider(id, var) else {
                 continue;
             };
-            list.push(match id {
-                ProviderId::Mistral => {
-                    Arc::new(OpenAiWireEmbedder::mistral(client.clone(), settings))
-                }
-                ProviderId::Ollama => Arc::new(OllamaEmbedder::new(client.clone(), settings)),
-                _ => Arc::new(OpenAiWireEmbedder::ovh(client.clone(), settings)),
-            });
+            offered.push((rank, build(client.clone(), settings)));
         }
+        offered.sort_by_key(|(rank, _)| *rank);
+        let mut list: Vec<Arc<dyn Embedder>> = offered.into_iter().map(|(_, e)| e).collect();
         list.push(Arc::new(LocalEmbedder));
         if let Some(choice) = var("ATRIUM_EMBEDDER").filter(|v| !v.trim().is_empty()) {
             if let Some(i) = list.iter().position(|e| e.provider() == choice.trim()) {
@@ -229,6 +228,28 @@ impl Embedders {
     pub fn by_provider(&self, provider: &str) -> Option<Arc<dyn Embedder>> {
         self.list.iter().find(|e| e.provider() == provider).cloned()
     }
+}
+
+/// Builds a provider's embedder from its settings.
+type BuildEmbedder = fn(reqwest::Client, ProviderConfig) -> Arc<dyn Embedder>;
+
+/// The embedder `id` offers and its place in the default order (lower first: the order of the
+/// eu-sovereign tier), or `None`: embeddings are EU-only, so the US providers offer none. The
+/// `match` is exhaustive so that a new provider is placed here, not taken for another one.
+fn offered_by(id: ProviderId) -> Option<(u8, BuildEmbedder)> {
+    let (rank, build): (u8, BuildEmbedder) = match id {
+        ProviderId::Ovh => (0, |client, settings| {
+            Arc::new(OpenAiWireEmbedder::ovh(client, settings))
+        }),
+        ProviderId::Mistral => (1, |client, settings| {
+            Arc::new(OpenAiWireEmbedder::mistral(client, settings))
+        }),
+        ProviderId::Ollama => (2, |client, settings| {
+            Arc::new(OllamaEmbedder::new(client, settings))
+        }),
+        ProviderId::Openai | ProviderId::Anthropic => return None,
+    };
+    Some((rank, build))
 }
 
 /// Checks one vector from `provider` and scales it to unit length.

@@ -6,10 +6,15 @@
 //! `tool_choice` take Anthropic's shapes. Answer: text blocks are joined into `content`,
 //! `tool_use` blocks become `tool_calls`, and `stop_reason` maps to OpenAI's `finish_reason`.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError, count, send_json};
+use super::{
+    ChatOutcome, ChatRequest, DEFAULT_TIMEOUT, Descriptor, Provider, ProviderConfig, Requirement,
+    UpstreamError, count, send_json,
+};
 use crate::ProviderId;
 
 /// The default API base.
@@ -18,6 +23,15 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` when the client sends none (Anthropic requires one).
 pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// Anthropic's identity: a key required.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    id: ProviderId::Anthropic,
+    default_base_url: DEFAULT_BASE_URL,
+    default_timeout: DEFAULT_TIMEOUT,
+    requires: Requirement::ApiKey,
+    build: |client, config| Arc::new(Anthropic::new(client, config)),
+};
 
 /// Anthropic's Messages API.
 pub struct Anthropic {
@@ -196,7 +210,7 @@ pub(crate) fn outcome(answer: &Value) -> Result<ChatOutcome, UpstreamError> {
 #[async_trait]
 impl Provider for Anthropic {
     fn id(&self) -> ProviderId {
-        ProviderId::Anthropic
+        DESCRIPTOR.id
     }
 
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {

@@ -2,14 +2,28 @@
 //! is `"any"`, `seed` is `random_seed`, and `max_completion_tokens` is `max_tokens`; fields
 //! Mistral does not take (`logprobs`, `top_logprobs`, `user`) are dropped rather than refused.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::{ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError, openai_compat};
+use super::{
+    ChatOutcome, ChatRequest, DEFAULT_TIMEOUT, Descriptor, Provider, ProviderConfig, Requirement,
+    UpstreamError, openai_compat,
+};
 use crate::ProviderId;
 
 /// The default API base.
 pub const DEFAULT_BASE_URL: &str = "https://api.mistral.ai/v1";
+
+/// Mistral AI's identity: a key required.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    id: ProviderId::Mistral,
+    default_base_url: DEFAULT_BASE_URL,
+    default_timeout: DEFAULT_TIMEOUT,
+    requires: Requirement::ApiKey,
+    build: |client, config| Arc::new(Mistral::new(client, config)),
+};
 
 /// Mistral's chat completions.
 pub struct Mistral {
@@ -27,7 +41,7 @@ impl Mistral {
 #[async_trait]
 impl Provider for Mistral {
     fn id(&self) -> ProviderId {
-        ProviderId::Mistral
+        DESCRIPTOR.id
     }
 
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {

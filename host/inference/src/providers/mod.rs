@@ -1,5 +1,12 @@
 //! Provider adapters: one file per provider, behind [`Provider`].
 //!
+//! Each provider's file owns its identity, a [`Descriptor`]: its default API base, its default
+//! timeout, what must be configured for it to be available, and how its adapter is built.
+//! [`descriptor`] is the one place that maps a [`ProviderId`] to its file (an exhaustive
+//! `match`, so a new provider does not compile until it has one); [`build`] and
+//! [`default_base_url`] go through it. Nothing here reads the configuration file: the caller
+//! passes a [`ProviderConfig`].
+//!
 //! A [`ChatRequest`] is the OpenAI-shaped request the client sent (messages and the standard
 //! fields); each adapter speaks its provider's own wire protocol and answers a
 //! [`ChatOutcome`] in OpenAI's shape. Failures are [`UpstreamError`]s, which say whether
@@ -13,6 +20,7 @@ mod openai_compat;
 pub mod ovh;
 pub mod stream;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,6 +33,57 @@ pub use openai::OpenAi;
 pub use ovh::Ovh;
 
 use crate::ProviderId;
+
+/// How long one upstream call may take when the configuration does not say; every provider
+/// uses it today.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What must be configured for a provider to be available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requirement {
+    /// An API key (`ATRIUM_<PROVIDER>_API_KEY` or `api_key`); the base URL has a default.
+    ApiKey,
+    /// A base URL (`ATRIUM_<PROVIDER>_BASE_URL` or `base_url`): a server the operator runs,
+    /// which needs no key.
+    BaseUrl,
+}
+
+/// A provider's identity: what the host knows of it before any configuration. Each provider's
+/// file has one, `DESCRIPTOR`.
+#[derive(Debug, Clone, Copy)]
+pub struct Descriptor {
+    /// Which provider.
+    pub id: ProviderId,
+    /// The API base when none is configured.
+    pub default_base_url: &'static str,
+    /// How long a call may take when the configuration does not say.
+    pub default_timeout: Duration,
+    /// What must be configured for the provider to be available.
+    pub requires: Requirement,
+    /// Builds the adapter for a configuration.
+    pub build: fn(reqwest::Client, ProviderConfig) -> Arc<dyn Provider>,
+}
+
+/// The descriptor of `id`, from the provider's own file.
+pub fn descriptor(id: ProviderId) -> Descriptor {
+    match id {
+        ProviderId::Openai => openai::DESCRIPTOR,
+        ProviderId::Anthropic => anthropic::DESCRIPTOR,
+        ProviderId::Mistral => mistral::DESCRIPTOR,
+        ProviderId::Ollama => ollama::DESCRIPTOR,
+        ProviderId::Ovh => ovh::DESCRIPTOR,
+    }
+}
+
+/// The adapter of `id` for `config`, sharing `client`'s connection pool.
+pub fn build(id: ProviderId, client: reqwest::Client, config: ProviderConfig) -> Arc<dyn Provider> {
+    (descriptor(id).build)(client, config)
+}
+
+/// The API base of `id` when none is configured.
+pub fn default_base_url(id: ProviderId) -> &'static str {
+    descriptor(id).default_base_url
+}
 
 /// The standard OpenAI request fields passed on (or translated) to providers.
 pub const PASSTHROUGH_FIELDS: &[&str] = &[
@@ -183,7 +242,21 @@ pub(crate) fn count(usage: Option<&Value>, field: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::UpstreamError;
+    use super::*;
+
+    #[test]
+    fn every_provider_is_described_by_its_own_file() {
+        for id in ProviderId::ALL {
+            let described = descriptor(id);
+            assert_eq!(described.id, id);
+            let config = ProviderConfig {
+                base_url: default_base_url(id).to_owned(),
+                api_key: None,
+                timeout: described.default_timeout,
+            };
+            assert_eq!(build(id, reqwest::Client::new(), config).id(), id);
+        }
+    }
 
     #[test]
     fn connection_errors_timeouts_429_and_5xx_fall_back_and_nothing_else_does() {

@@ -1,4 +1,4 @@
-//! Ollama: the native chat API (`POST {base}/api/chat`, non-streaming here).
+//! Ollama: the native chat API (`POST {base}/api/chat`; streamed as newline-delimited JSON).
 //!
 //! Request: sampling fields go into `options` (`max_tokens` is `num_predict`); a JSON
 //! `response_format` is `format` (`"json"`, or the schema of a `json_schema` format); tools
@@ -6,14 +6,28 @@
 //! text; `done_reason` maps to `finish_reason`; `prompt_eval_count` and `eval_count` are the
 //! token counts.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError, send_json};
+use super::{
+    ChatOutcome, ChatRequest, DEFAULT_TIMEOUT, Descriptor, Provider, ProviderConfig, Requirement,
+    UpstreamError, send_json,
+};
 use crate::ProviderId;
 
 /// The default API base.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434";
+
+/// Ollama's identity: available once its base URL is set (the operator's own server needs no key).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    id: ProviderId::Ollama,
+    default_base_url: DEFAULT_BASE_URL,
+    default_timeout: DEFAULT_TIMEOUT,
+    requires: Requirement::BaseUrl,
+    build: |client, config| Arc::new(Ollama::new(client, config)),
+};
 
 /// Ollama's native chat API.
 pub struct Ollama {
@@ -135,7 +149,7 @@ pub(crate) fn outcome(answer: &Value) -> Result<ChatOutcome, UpstreamError> {
 #[async_trait]
 impl Provider for Ollama {
     fn id(&self) -> ProviderId {
-        ProviderId::Ollama
+        DESCRIPTOR.id
     }
 
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {

@@ -2,13 +2,27 @@
 //! endpoints serve open models; `max_completion_tokens` is sent as `max_tokens`, which they
 //! all accept.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
-use super::{ChatOutcome, ChatRequest, Provider, ProviderConfig, UpstreamError, openai_compat};
+use super::{
+    ChatOutcome, ChatRequest, DEFAULT_TIMEOUT, Descriptor, Provider, ProviderConfig, Requirement,
+    UpstreamError, openai_compat,
+};
 use crate::ProviderId;
 
 /// The default API base (the unified OpenAI-compatible endpoint).
 pub const DEFAULT_BASE_URL: &str = "https://oai.endpoints.kepler.ai.cloud.ovh.net/v1";
+
+/// OVH AI Endpoints's identity: a key required.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    id: ProviderId::Ovh,
+    default_base_url: DEFAULT_BASE_URL,
+    default_timeout: DEFAULT_TIMEOUT,
+    requires: Requirement::ApiKey,
+    build: |client, config| Arc::new(Ovh::new(client, config)),
+};
 
 /// OVH AI Endpoints' chat completions.
 pub struct Ovh {
@@ -26,7 +40,7 @@ impl Ovh {
 #[async_trait]
 impl Provider for Ovh {
     fn id(&self) -> ProviderId {
-        ProviderId::Ovh
+        DESCRIPTOR.id
     }
 
     async fn chat(&self, request: &ChatRequest, model: &str) -> Result<ChatOutcome, UpstreamError> {
