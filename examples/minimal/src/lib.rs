@@ -1,4 +1,4 @@
-//! The minimal app of the spec: a manifest with apiVersion, app_id, version, name and
+//! The minimal app (docs/manifest.md): a manifest with apiVersion, app_id, version, name and
 //! runtime.image, and no handler. It starts, answers its health check and idles.
 
 use atrium_sdk::{App, ManifestInfo, RegistrationError};

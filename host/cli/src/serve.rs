@@ -117,7 +117,7 @@ pub fn run(args: &Args) -> ExitCode {
                 tracing::warn!(error = %e, "the PDF sandbox cannot start; PDF uploads will fail");
             }
         });
-        let state = atrium_server::AppState::new(store.clone(), gateway)
+        let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_embedders(embedders)
             .with_retrieval(retrieval);
         let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;

@@ -1,4 +1,4 @@
-//! The developer tool's mock file (`<cli>.dev.json`, spec Appendix B and section 7): platform
+//! The developer tool's mock file (`atrium.dev.json`, docs/sdk.md): platform
 //! tool names mapped to the answer a local run gives.
 //!
 //! ```json

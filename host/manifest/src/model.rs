@@ -35,7 +35,7 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
     /// How the app runs.
-    pub runtime: Runtime,
+    pub runtime: RuntimeSection,
     /// Outbound network the app may reach.
     pub network: Network,
     /// Scopes the tenant grants on install.
@@ -91,7 +91,7 @@ impl Manifest {
 
 /// `runtime`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Runtime {
+pub struct RuntimeSection {
     /// OCI image reference.
     pub image: String,
     /// Port the container listens on (default 8080).

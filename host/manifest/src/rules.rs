@@ -1,6 +1,6 @@
 //! Name and value grammars shared by the manifest, the SDK and the platform.
 //!
-//! Each function answers one spec rule; the validator turns a `false` into a `pattern`
+//! Each function answers one rule of docs/manifest.md; the validator turns a `false` into a `pattern`
 //! problem whose message quotes the rule.
 
 /// App slug: lowercase alphanumerics and hyphens, starting with a letter, 3 to 64 chars.

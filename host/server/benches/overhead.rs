@@ -83,7 +83,7 @@ async fn main() {
     );
     let host_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let host_addr = host_listener.local_addr().unwrap();
-    let state = atrium_server::AppState::new(store.clone(), gateway);
+    let state = atrium_server::HostState::new(store.clone(), gateway);
     let metering = state.metering.clone();
     tokio::spawn(atrium_server::serve(
         host_listener,

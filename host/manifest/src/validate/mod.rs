@@ -20,7 +20,7 @@ use crate::read::{Cx, Obj};
 use crate::rules;
 use crate::tree::{Node, Value};
 
-/// Top-level fields, in the order of the spec's table.
+/// Top-level fields, in the order of docs/manifest.md.
 const TOP_FIELDS: &[&str] = &[
     "apiVersion",
     "app_id",

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Network, Resources, Runtime};
+use crate::model::{Network, Resources, RuntimeSection};
 use crate::problem::{Code, Path};
 use crate::read::{Cx, Obj};
 use crate::rules;
@@ -18,8 +18,8 @@ pub const DEFAULT_CPU_CORES: f64 = 0.5;
 /// Environment variables the platform sets itself for chain context; an app may not set them.
 const RESERVED_ENV: [&str; 2] = ["SERVICE_CHAIN_DEPTH", "SERVICE_VISITED_AGENTS"];
 
-pub(super) fn runtime(cx: &mut Cx, parent: &mut Obj<'_>) -> Runtime {
-    let mut runtime = Runtime {
+pub(super) fn runtime(cx: &mut Cx, parent: &mut Obj<'_>) -> RuntimeSection {
+    let mut runtime = RuntimeSection {
         image: String::new(),
         port: DEFAULT_PORT,
         resources: Resources {

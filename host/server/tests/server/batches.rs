@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::chat::{Fakes, gateway};
 use crate::{assert_error, call_on, stores, unique};
 
-async fn poll(state: &atrium_server::AppState, key: &str, id: &str) -> Value {
+async fn poll(state: &atrium_server::HostState, key: &str, id: &str) -> Value {
     for _ in 0..500 {
         let (status, body) = call_on(
             state,
@@ -31,7 +31,7 @@ async fn poll(state: &atrium_server::AppState, key: &str, id: &str) -> Value {
 async fn items_run_in_the_background_and_one_failure_never_fails_the_others() {
     for (store, _dir) in stores().await {
         let fakes = Fakes::new();
-        let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
+        let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
         let runner = tokio::spawn(atrium_server::batches::run(state.clone()));
         let key = store.create_key(&unique("acme"), "k").await.unwrap();
         let body = json!({"requests": [
@@ -121,7 +121,7 @@ async fn a_batch_survives_a_restart_and_no_item_is_recorded_twice() {
 
     // The host starts again: the runner re-queues the interrupted item and finishes the batch.
     let fakes = Fakes::new();
-    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
     let runner = tokio::spawn(atrium_server::batches::run(state.clone()));
     let done = poll(&state, &key.secret, &id).await;
     assert_eq!(

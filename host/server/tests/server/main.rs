@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use atrium_inference::providers::Provider;
 use atrium_inference::{Catalog, Gateway};
-use atrium_server::{AppState, router};
+use atrium_server::{HostState, router};
 use atrium_store::Store;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -40,8 +40,8 @@ pub(crate) fn unique(name: &str) -> String {
 }
 
 /// A state with the given providers (none: every provider unavailable).
-pub(crate) fn state(store: &Store, providers: Vec<Arc<dyn Provider>>) -> AppState {
-    AppState::new(store.clone(), Gateway::new(Catalog::builtin(), providers))
+pub(crate) fn state(store: &Store, providers: Vec<Arc<dyn Provider>>) -> HostState {
+    HostState::new(store.clone(), Gateway::new(Catalog::builtin(), providers))
 }
 
 pub(crate) async fn call(
@@ -55,7 +55,7 @@ pub(crate) async fn call(
 }
 
 pub(crate) async fn call_on(
-    state: &AppState,
+    state: &HostState,
     method: &str,
     path: &str,
     key: Option<&str>,

@@ -54,7 +54,7 @@ async fn the_official_openai_python_client_works_unchanged() {
     );
     let (store, _dir) = stores().await.remove(0);
     let fakes = Fakes::new();
-    let state = atrium_server::AppState::new(store.clone(), gateway(&fakes).await);
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -3,7 +3,7 @@
 
 use atrium_inference::embed::Embedders;
 use atrium_retrieval::{Retrieval, RetrievalConfig};
-use atrium_server::{AppState, router};
+use atrium_server::{HostState, router};
 use atrium_store::Store;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -18,7 +18,7 @@ pub(crate) async fn rag_state(
     store: &Store,
     dir: &std::path::Path,
     embedders: Embedders,
-) -> AppState {
+) -> HostState {
     let retrieval = Retrieval::open(
         store.clone(),
         embedders.clone(),
@@ -37,7 +37,7 @@ fn pdf(pages: &[&[&str]]) -> Vec<u8> {
 
 /// Sends a raw body with its content type.
 pub(crate) async fn send(
-    state: &AppState,
+    state: &HostState,
     method: &str,
     path: &str,
     key: &str,
@@ -97,7 +97,7 @@ fn multipart(
 }
 
 async fn json_call(
-    state: &AppState,
+    state: &HostState,
     method: &str,
     path: &str,
     key: &str,
@@ -117,7 +117,7 @@ async fn json_call(
 }
 
 async fn add(
-    state: &AppState,
+    state: &HostState,
     key: &str,
     tenant: &str,
     collection: &str,
@@ -138,7 +138,7 @@ async fn add(
 }
 
 async fn top(
-    state: &AppState,
+    state: &HostState,
     key: &str,
     tenant: &str,
     collection: &str,
