@@ -1,9 +1,9 @@
 //! The platform side of the contract, as a trait.
 //!
-//! The runtime does not know the platform: it enforces what a sandbox must (scopes, chain depth,
-//! cycles, declared names, sizes) and hands everything else to a [`Platform`]. The platform crate
-//! implements it over its store; [`crate::memory::MemoryPlatform`] implements it in memory for
-//! tests and the local runner.
+//! The runtime does not know the platform: it applies the sandbox rules
+//! ([`atrium_manifest::sandbox`]: scopes, chain depth, cycles, declared names, sizes) and hands
+//! everything else to a [`Platform`]. The host's platform implements it over the SQL store;
+//! [`crate::memory::MemoryPlatform`] implements it in memory for tests and the local runner.
 
 use async_trait::async_trait;
 use serde_json::Value;
