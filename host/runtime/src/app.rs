@@ -11,6 +11,8 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::p2::bindings::exports::wasi::http::incoming_handler::GuestIndices as HttpIndices;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpView};
 
+use atrium_manifest::sandbox::declared_names;
+
 use crate::EgressPolicy;
 use crate::bindings::exports::atrium::app::handlers::{
     Guest as Handlers, GuestIndices as HandlerIndices,
@@ -205,11 +207,7 @@ impl App {
             let names: Vec<&str> = m.tools.iter().map(|t| t.name.as_str()).collect();
             return Err(CallError::NotDeclared(format!(
                 "tool `{name}` is not declared in the manifest's tools ({})",
-                if names.is_empty() {
-                    "it declares none".to_owned()
-                } else {
-                    names.join(", ")
-                }
+                declared_names(&names)
             )));
         };
         if inv.caller == Caller::Agent && !tool.agent_visible {
@@ -300,11 +298,7 @@ impl App {
             let names: Vec<&str> = schedules.iter().map(|s| s.name.as_str()).collect();
             return Err(CallError::NotDeclared(format!(
                 "schedule `{name}` is not declared in lifecycle.schedules ({})",
-                if names.is_empty() {
-                    "it declares none".to_owned()
-                } else {
-                    names.join(", ")
-                }
+                declared_names(&names)
             )));
         }
         self.run(inv, HandlerCall::Schedule(name.to_owned()))

@@ -20,6 +20,15 @@ fn parse_json(what: &str, text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON: {e}"))
 }
 
+/// The names a manifest declares, for an error message: `a, b` or `it declares none`.
+pub fn declared_names(names: &[&str]) -> String {
+    if names.is_empty() {
+        "it declares none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
 fn declared_agents(app: &impl Declarations) -> String {
     let names = app.agent_ids();
     if names.is_empty() {
@@ -285,11 +294,7 @@ pub fn emit(
     if !emits.contains(&name) {
         return Err(AgentRefusal::new(format!(
             "event `{name}` is not declared in the manifest's emits ({})",
-            if emits.is_empty() {
-                "it declares none".to_owned()
-            } else {
-                emits.join(", ")
-            }
+            declared_names(&emits)
         )));
     }
     let payload = parse_json("the event payload", payload).map_err(AgentRefusal::new)?;
