@@ -1,5 +1,6 @@
-//! Atrium's database: organizations, API keys, tenants, usage records, batches and the
-//! bookkeeping of retrieval collections and documents.
+//! Atrium's database: organizations, API keys, tenants, usage records, batches, the
+//! bookkeeping of retrieval collections and documents, and the app registry (developers, apps,
+//! versions, the files a version refers to, sealed secrets).
 //!
 //! One [`Store`] over SQLite (the embedded default, a file in the data directory, WAL mode) or
 //! PostgreSQL (for several hosts sharing one deployment), with the same schema and the same
@@ -9,9 +10,12 @@
 //! Keys are stored as SHA-256 digests of the secret, never in clear: a key is 32 random bytes,
 //! so a fast hash cannot be searched backwards, and lookups stay one indexed read.
 
+mod apps;
 mod batches;
+mod developers;
 mod keys;
 mod rag;
+mod secrets;
 mod tenants;
 mod usage;
 
@@ -24,12 +28,17 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+pub use apps::{
+    App, AppStatus, AppVersion, FileRole, NewVersion, Registered, VersionFile, VersionStatus,
+};
 pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
+pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
+pub use secrets::SecretMeta;
 pub use tenants::{Tenant, check_tenant_id};
 pub use usage::{TenantUsage, Usage, UsageRecord, UsageTotals};
 
@@ -56,6 +65,12 @@ pub enum StoreError {
     /// The thing asked for does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// The write contradicts what is stored (a name taken, an immutable value set otherwise).
+    #[error("{0}")]
+    Conflict(String),
+    /// The caller may not change this (an app owned by another developer).
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 /// The result of store operations.
