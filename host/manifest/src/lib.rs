@@ -33,6 +33,7 @@ pub mod cron;
 pub mod devmock;
 mod model;
 mod problem;
+pub mod project;
 mod read;
 pub mod rules;
 pub mod sandbox;
