@@ -314,3 +314,76 @@ async fn bad_urls_are_refused_with_the_password_hidden() {
     assert!(matches!(err, StoreError::Open { .. }), "{err}");
     assert!(!err.to_string().contains("hunter2"), "{err}");
 }
+
+/// Registrations racing for one new app: exactly one developer owns it, and the same version
+/// registered concurrently with the same content is stored once.
+#[tokio::test]
+async fn racing_registrations_leave_one_owner_and_one_version() {
+    use atrium_store::{NewDeveloper, NewVersion, Registered};
+    for (store, _dir) in stores().await {
+        // Login names and slugs allow letters, digits and single hyphens.
+        let digits: String = unique("race")
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect();
+        let suffix = &digits[digits.len() - 12..];
+        let mut developers = Vec::new();
+        for who in ["ada", "bob"] {
+            let login = format!("{who}-{suffix}");
+            let email = format!("{login}@example.com");
+            let new = NewDeveloper {
+                email: &email,
+                login: &login,
+                publish_allowed: true,
+                dev_tenant: None,
+            };
+            developers.push(store.create_developer(&new).await.unwrap());
+        }
+        let slug = format!("race-{suffix}");
+        let register = |developer: String, slug: String| {
+            let store = store.clone();
+            async move {
+                store
+                    .register_version(&NewVersion {
+                        app_slug: &slug,
+                        version: "1.0.0",
+                        name: "Race",
+                        developer_id: &developer,
+                        manifest_source: "same",
+                        manifest_digest: "sha256:m",
+                        content_digest: "sha256:c",
+                        component: None,
+                        image: "ghcr.io/acme/race:1.0.0",
+                        templates: None,
+                        docs: &[],
+                    })
+                    .await
+            }
+        };
+        let runs: Vec<_> = (0..6)
+            .map(|i| tokio::spawn(register(developers[i % 2].id.clone(), slug.clone())))
+            .collect();
+        let mut created = 0;
+        let mut unchanged = 0;
+        let mut forbidden = 0;
+        for run in runs {
+            match run.await.unwrap() {
+                Ok(Registered::Created { app_created }) => {
+                    assert!(app_created);
+                    created += 1;
+                }
+                Ok(Registered::Unchanged) => unchanged += 1,
+                Err(StoreError::Forbidden(_)) => forbidden += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(created, 1);
+        assert_eq!(
+            created + unchanged,
+            3,
+            "the owner's three registrations succeed"
+        );
+        assert_eq!(forbidden, 3, "the other developer's three are refused");
+        assert_eq!(store.versions(&slug).await.unwrap().len(), 1);
+    }
+}
