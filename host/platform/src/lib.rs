@@ -1,0 +1,23 @@
+//! Atrium's app platform: who developers are, what they publish, and the secrets their apps
+//! read.
+//!
+//! - [`identity`]: developer tokens, JWTs signed by the host or issued by an external OpenID
+//!   Connect provider.
+//! - [`registry`]: apps and their immutable versions (manifest, component or image, frontend
+//!   bundle, end-user docs, template defaults), registered, promoted and archived by their
+//!   owner; the preflight that checks a project before it is deployed.
+//! - [`artifacts`]: content-addressed blobs (components, bundle and docs files) on the local
+//!   disk or an S3-compatible bucket, through `object_store`.
+//! - [`archive`]: reading an uploaded tar or zip archive without trusting any of its paths, and
+//!   [`files`]: writing files under a directory that no path can escape (`cap-std`).
+//! - [`sealing`]: the AEAD that encrypts secrets at rest.
+//! - [`scopes`]: the platform's scope catalogue.
+
+pub mod archive;
+pub mod artifacts;
+pub mod files;
+pub mod identity;
+mod keyfile;
+pub mod registry;
+pub mod scopes;
+pub mod sealing;

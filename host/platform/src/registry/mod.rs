@@ -1,0 +1,513 @@
+//! The app registry: developers register immutable versions of their apps, attach a frontend
+//! bundle and template defaults to them, promote one to current, and archive apps they retire.
+//!
+//! Every operation takes the [`Developer`] the request was authenticated as and checks
+//! ownership itself: an app belongs to the developer who registered its first version, and
+//! nobody else may read or change it. A version's blobs (component, docs files, bundle files)
+//! go to the [`Artifacts`] store by digest before its rows are written in one transaction; when
+//! the rows fail, the blobs this call wrote and no row refers to are deleted again.
+
+mod bundle;
+mod errors;
+mod preflight;
+mod secrets;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use atrium_manifest::project::{self, Finding};
+use atrium_manifest::{Code, Manifest, Severity};
+use atrium_runtime::Runtime;
+use atrium_store::{App, AppVersion, Developer, NewVersion, Registered, Store, VersionFile};
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+pub use bundle::{BUNDLE_ARCHIVE_BYTES, BUNDLE_LIMITS, BundleUpload};
+pub use errors::RegistryError;
+pub use preflight::{PreflightFile, PreflightRequest};
+
+use crate::artifacts::{self, Artifacts};
+use crate::sealing::SecretsKey;
+
+/// The largest component accepted.
+pub const MAX_COMPONENT_BYTES: usize = 64 * 1024 * 1024;
+
+/// The result of registry operations.
+pub type Result<T, E = RegistryError> = std::result::Result<T, E>;
+
+/// A version registration as uploaded.
+#[derive(Debug, Clone, Default)]
+pub struct Upload {
+    /// The manifest's file name as sent (`atrium.app.yaml`), for findings and the format.
+    pub manifest_file: String,
+    /// The manifest text.
+    pub manifest: Bytes,
+    /// The WASI component; none for a container-image app.
+    pub component: Option<Bytes>,
+    /// End-user docs: (path under `app_docs/`, bytes).
+    pub docs: Vec<(String, Bytes)>,
+    /// Template defaults: (file name, bytes), each a template object or an array of them.
+    pub templates: Vec<(String, Bytes)>,
+}
+
+/// What a registration answered.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    /// The app after the registration.
+    pub app: App,
+    /// The version.
+    pub version: AppVersion,
+    /// `false` when the same version with the same content was already registered.
+    pub created: bool,
+    /// Warnings of the checks (errors refuse the registration).
+    pub warnings: Vec<Finding>,
+}
+
+/// An app with its versions.
+#[derive(Debug, Clone)]
+pub struct AppDetail {
+    /// The app.
+    pub app: App,
+    /// Its versions, newest first.
+    pub versions: Vec<AppVersion>,
+}
+
+/// The registry of one host (all hosts on one database share it).
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    artifacts: Artifacts,
+    runtime: Runtime,
+    secrets: SecretsKey,
+    bundles_dir: PathBuf,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("artifacts", &self.inner.artifacts.location())
+            .field("bundles_dir", &self.inner.bundles_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// A registry over the store and artifacts. `runtime` loads components at registration
+    /// (compiling them into its cache); bundles are unpacked under `bundles_dir` for serving.
+    pub fn new(
+        store: Store,
+        artifacts: Artifacts,
+        runtime: Runtime,
+        secrets: SecretsKey,
+        bundles_dir: PathBuf,
+    ) -> Self {
+        Registry {
+            inner: Arc::new(Inner {
+                store,
+                artifacts,
+                runtime,
+                secrets,
+                bundles_dir,
+            }),
+        }
+    }
+
+    /// The artifact store.
+    pub fn artifacts(&self) -> &Artifacts {
+        &self.inner.artifacts
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The app `slug` when `developer` owns it: 404 when there is none, 403 when another
+    /// developer does.
+    pub async fn owned_app(&self, developer: &Developer, slug: &str) -> Result<App> {
+        check_slug(slug)?;
+        let app = self
+            .inner
+            .store
+            .app(slug)
+            .await?
+            .ok_or_else(|| RegistryError::NotFound(format!("there is no app `{slug}`")))?;
+        if app.owner_id != developer.id {
+            return Err(RegistryError::Forbidden(format!(
+                "the app `{slug}` belongs to another developer"
+            )));
+        }
+        Ok(app)
+    }
+
+    /// The developer's apps.
+    pub async fn apps(&self, developer: &Developer) -> Result<Vec<App>> {
+        Ok(self.inner.store.apps_of(&developer.id).await?)
+    }
+
+    /// One of the developer's apps with its versions.
+    pub async fn app(&self, developer: &Developer, slug: &str) -> Result<AppDetail> {
+        let app = self.owned_app(developer, slug).await?;
+        let versions = self.inner.store.versions(slug).await?;
+        Ok(AppDetail { app, versions })
+    }
+
+    /// Registers a version of `slug` from an upload; see the module docs.
+    pub async fn register(
+        &self,
+        developer: &Developer,
+        slug: &str,
+        upload: Upload,
+    ) -> Result<Registration> {
+        check_slug(slug)?;
+        if let Some(app) = self.inner.store.app(slug).await?
+            && app.owner_id != developer.id
+        {
+            return Err(RegistryError::Forbidden(format!(
+                "the app `{slug}` belongs to another developer; choose another app_id"
+            )));
+        }
+        let checked = self.check_upload(slug, &upload)?;
+        let manifest = checked.manifest;
+        if let Some(component) = &upload.component {
+            self.load_component(component, manifest.clone()).await?;
+        }
+
+        let mut written = Vec::new();
+        let stored = self.store_upload(&upload, &mut written).await;
+        let (component, docs) = match stored {
+            Ok(stored) => stored,
+            Err(e) => {
+                self.forget(&written).await;
+                return Err(e);
+            }
+        };
+        let manifest_digest = artifacts::digest(&upload.manifest);
+        let content_digest = content_digest(
+            &manifest_digest,
+            component.as_ref(),
+            &manifest.runtime.image,
+            &docs,
+        );
+        let templates = checked.templates;
+        let new = NewVersion {
+            app_slug: slug,
+            version: &manifest.version,
+            name: &manifest.name,
+            developer_id: &developer.id,
+            manifest_source: checked.text,
+            manifest_digest: &manifest_digest,
+            content_digest: &content_digest,
+            component: component.as_ref().map(|f| (f.digest.as_str(), f.size)),
+            image: &manifest.runtime.image,
+            templates: templates.as_ref().map(|(t, d)| (t.as_str(), d.as_str())),
+            docs: &docs,
+        };
+        let registered = match self.inner.store.register_version(&new).await {
+            Ok(registered) => registered,
+            Err(e) => {
+                self.forget(&written).await;
+                return Err(e.into());
+            }
+        };
+        let version = self
+            .inner
+            .store
+            .version(slug, &manifest.version)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!(
+                    "version {} of `{slug}` vanished",
+                    manifest.version
+                ))
+            })?;
+        let app = self
+            .inner
+            .store
+            .app(slug)
+            .await?
+            .ok_or_else(|| RegistryError::NotFound(format!("app `{slug}` vanished")))?;
+        Ok(Registration {
+            app,
+            version,
+            created: matches!(registered, Registered::Created { .. }),
+            warnings: checked.warnings,
+        })
+    }
+
+    /// Sets the template defaults of a version (the JSON array of section 2.14) once: `true`
+    /// when they were set now, `false` when the same were already set.
+    pub async fn set_templates(
+        &self,
+        developer: &Developer,
+        slug: &str,
+        version: &str,
+        body: &[u8],
+    ) -> Result<(AppVersion, bool)> {
+        self.owned_app(developer, slug).await?;
+        let (templates, findings) = project::check_template_array("templates", body);
+        if findings.iter().any(Finding::is_error) {
+            return Err(RegistryError::invalid(
+                "the template defaults are invalid",
+                findings,
+            ));
+        }
+        let (text, digest) = canonical_templates(&templates)?;
+        let set = self
+            .inner
+            .store
+            .set_templates(slug, version, &text, &digest)
+            .await?;
+        let version = self.owned_version(slug, version).await?;
+        Ok((version, set))
+    }
+
+    /// Promotes a registered version to the app's current version. Needs `publish_allowed`.
+    pub async fn promote(&self, developer: &Developer, slug: &str, version: &str) -> Result<App> {
+        self.owned_app(developer, slug).await?;
+        if !developer.publish_allowed {
+            return Err(RegistryError::Forbidden(format!(
+                "{} may register versions but not promote them (publish_allowed is false); ask the host's administrator",
+                developer.login
+            )));
+        }
+        Ok(self.inner.store.promote_version(slug, version).await?)
+    }
+
+    /// Archives an app.
+    pub async fn archive(&self, developer: &Developer, slug: &str) -> Result<App> {
+        self.owned_app(developer, slug).await?;
+        Ok(self.inner.store.archive_app(slug).await?)
+    }
+
+    async fn owned_version(&self, slug: &str, version: &str) -> Result<AppVersion> {
+        self.inner
+            .store
+            .version(slug, version)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("version {version} of `{slug}` is not registered"))
+            })
+    }
+
+    /// Loads the component in the runtime, which checks that it is a component of the
+    /// `atrium:app` world that this host can run, and compiles it into the shared cache.
+    async fn load_component(&self, component: &Bytes, manifest: Manifest) -> Result<()> {
+        let runtime = self.inner.runtime.clone();
+        let bytes = component.clone();
+        let loaded = tokio::task::spawn_blocking(move || runtime.load(&bytes, manifest).map(drop))
+            .await
+            .map_err(|e| RegistryError::internal("loading the component failed", &e))?;
+        loaded.map_err(|e| RegistryError::InvalidComponent(e.to_string()))
+    }
+
+    /// Writes the component and the docs to the artifact store; `written` collects the blobs
+    /// this call created, to delete if the registration fails.
+    async fn store_upload(
+        &self,
+        upload: &Upload,
+        written: &mut Vec<String>,
+    ) -> Result<(Option<VersionFile>, Vec<VersionFile>)> {
+        let component = match &upload.component {
+            Some(bytes) => Some(self.put_blob("app.wasm", bytes.clone(), written).await?),
+            None => None,
+        };
+        let mut docs = Vec::with_capacity(upload.docs.len());
+        for (path, bytes) in &upload.docs {
+            docs.push(self.put_blob(path, bytes.clone(), written).await?);
+        }
+        docs.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok((component, docs))
+    }
+
+    async fn put_blob(
+        &self,
+        path: &str,
+        bytes: Bytes,
+        written: &mut Vec<String>,
+    ) -> Result<VersionFile> {
+        let stored = self.inner.artifacts.put(bytes).await?;
+        if stored.created {
+            written.push(stored.digest.clone());
+        }
+        Ok(VersionFile {
+            path: path.to_owned(),
+            digest: stored.digest,
+            size: i64::try_from(stored.size).unwrap_or(i64::MAX),
+        })
+    }
+
+    /// Deletes blobs this call wrote that no version refers to (a failed registration).
+    async fn forget(&self, written: &[String]) {
+        for digest in written {
+            match self.inner.store.blob_referenced(digest).await {
+                Ok(false) => {
+                    if let Err(e) = self.inner.artifacts.delete(digest).await {
+                        tracing::warn!(%digest, error = %e, "an unreferenced blob could not be deleted");
+                    }
+                }
+                Ok(true) => {}
+                Err(e) => {
+                    tracing::warn!(%digest, error = %e, "cannot tell whether a blob is referenced; it is kept")
+                }
+            }
+        }
+    }
+
+    /// Runs every check of a registration that needs no storage; the valid manifest, or the
+    /// problems.
+    fn check_upload<'u>(&self, slug: &str, upload: &'u Upload) -> Result<CheckedUpload<'u>> {
+        let file = if upload.manifest_file.is_empty() {
+            "manifest"
+        } else {
+            upload.manifest_file.as_str()
+        };
+        let (validation, mut findings) = project::check_manifest(file, &upload.manifest);
+        let template_files: Vec<(String, &[u8])> = upload
+            .templates
+            .iter()
+            .map(|(f, b)| (f.clone(), b.as_ref()))
+            .collect();
+        let (templates, template_findings) = project::check_templates(&template_files);
+        let templates: Vec<_> = templates.into_iter().map(|(_, t)| t).collect();
+        findings.extend(template_findings);
+        let docs: Vec<(String, u64)> = upload
+            .docs
+            .iter()
+            .map(|(p, b)| (p.clone(), b.len() as u64))
+            .collect();
+        let doc_findings = project::check_docs(project::DOCS_DIR, &docs);
+        if doc_findings
+            .iter()
+            .any(|f| f.is_error() && f.problem.code == Code::InputLimit)
+        {
+            let message = doc_findings
+                .iter()
+                .filter(|f| f.is_error())
+                .map(|f| f.problem.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(RegistryError::TooLarge {
+                param: "app_docs",
+                message,
+            });
+        }
+        findings.extend(doc_findings);
+        let manifest = validation.and_then(|v| v.manifest);
+        if let Some(manifest) = &manifest {
+            findings.extend(preflight::platform_findings(
+                file,
+                &upload.manifest,
+                manifest,
+            ));
+            if manifest.app_id != slug {
+                findings.push(Finding::plain(
+                    file,
+                    Severity::Error,
+                    Code::InvalidValue,
+                    "app_id",
+                    format!("the manifest's app_id is `{}` but the request registers a version of `{slug}`", manifest.app_id),
+                ));
+            }
+        }
+        if findings.iter().any(Finding::is_error) {
+            return Err(RegistryError::invalid("the project has errors", findings));
+        }
+        let Some(manifest) = manifest else {
+            return Err(RegistryError::invalid("the manifest is invalid", findings));
+        };
+        if upload
+            .component
+            .as_ref()
+            .is_some_and(|c| c.len() > MAX_COMPONENT_BYTES)
+        {
+            return Err(RegistryError::TooLarge {
+                param: "component",
+                message: format!("the component is larger than {MAX_COMPONENT_BYTES} bytes"),
+            });
+        }
+        let templates = if template_files.is_empty() {
+            None
+        } else {
+            Some(canonical_templates(&templates)?)
+        };
+        let text = project::utf8(&upload.manifest)
+            .map_err(|p| RegistryError::invalid(&p.message, Vec::new()))?;
+        Ok(CheckedUpload {
+            manifest,
+            text,
+            templates,
+            warnings: findings,
+        })
+    }
+}
+
+struct CheckedUpload<'u> {
+    manifest: Manifest,
+    text: &'u str,
+    templates: Option<(String, String)>,
+    warnings: Vec<Finding>,
+}
+
+/// The stored form of template defaults (compact JSON, sorted by slug) and its digest, so the
+/// same templates sent twice compare equal whatever their layout.
+fn canonical_templates(
+    templates: &[atrium_manifest::templates::DocTemplate],
+) -> Result<(String, String)> {
+    let mut sorted = templates.to_vec();
+    sorted.sort_by(|a, b| a.slug.cmp(&b.slug));
+    let text = serde_json::to_string(&sorted)
+        .map_err(|e| RegistryError::internal("encoding the templates failed", &e))?;
+    let digest = artifacts::digest(text.as_bytes());
+    Ok((text, digest))
+}
+
+/// The digest of what a registration sent: the manifest, the component (or the image for a
+/// container app) and each docs file, in a fixed order.
+fn content_digest(
+    manifest: &str,
+    component: Option<&VersionFile>,
+    image: &str,
+    docs: &[VersionFile],
+) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"manifest\0");
+    hash.update(manifest.as_bytes());
+    match component {
+        Some(c) => {
+            hash.update(b"\0component\0");
+            hash.update(c.digest.as_bytes());
+        }
+        None => {
+            hash.update(b"\0image\0");
+            hash.update(image.as_bytes());
+        }
+    }
+    for doc in docs {
+        hash.update(b"\0doc\0");
+        hash.update(doc.path.as_bytes());
+        hash.update(b"\0");
+        hash.update(doc.digest.as_bytes());
+    }
+    format!("{}{}", artifacts::DIGEST_PREFIX, hex(&hash.finalize()))
+}
+
+pub(crate) use crate::keyfile::hex_encode as hex;
+
+/// A slug in a path must be a valid app_id; anything else names no app.
+fn check_slug(slug: &str) -> Result<()> {
+    if atrium_manifest::rules::is_app_slug(slug) {
+        Ok(())
+    } else {
+        Err(RegistryError::BadRequest {
+            param: "slug",
+            message: format!(
+                "`{slug}` is not an app slug: 3 to 64 lowercase letters, digits and hyphens, starting with a letter"
+            ),
+        })
+    }
+}
