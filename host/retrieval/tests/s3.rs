@@ -3,99 +3,14 @@
 //! installed from PyPI into the build cache on first use and run on a free local port.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use atrium_inference::embed::Embedders;
 use atrium_retrieval::{Retrieval, RetrievalConfig};
 use atrium_store::Store;
+use atrium_test_artifacts::s3::S3Server;
 
 const BUCKET: &str = "atrium-rag";
-
-/// Runs moto's S3 server, creates the bucket, prints its endpoint, then answers each line
-/// (a key prefix) with the number of objects under it.
-const SERVER: &str = r#"
-import sys
-import boto3
-from moto.server import ThreadedMotoServer
-
-bucket = sys.argv[1]
-server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-server.start()
-host, port = server.get_host_and_port()
-endpoint = f"http://127.0.0.1:{port}"
-s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
-                  aws_secret_access_key="test", region_name="us-east-1")
-s3.create_bucket(Bucket=bucket)
-print(endpoint, flush=True)
-for line in sys.stdin:
-    keys = 0
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=line.strip()):
-        keys += len(page.get("Contents", []))
-    print(keys, flush=True)
-server.stop()
-"#;
-
-struct S3Server {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-    endpoint: String,
-}
-
-impl S3Server {
-    fn start() -> S3Server {
-        let mut child = Command::new("python3")
-            .arg("-c")
-            .arg(SERVER)
-            .arg(BUCKET)
-            .env(
-                "PYTHONPATH",
-                atrium_test_artifacts::python::packages(
-                    "moto",
-                    "moto/server.py",
-                    &["moto[s3]>=5.1,<6", "flask>=3,<4", "flask-cors>=4,<7"],
-                ),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 starts");
-        let input = child.stdin.take().unwrap();
-        let mut output = BufReader::new(child.stdout.take().unwrap());
-        let mut endpoint = String::new();
-        output.read_line(&mut endpoint).unwrap();
-        let endpoint = endpoint.trim().to_owned();
-        assert!(
-            endpoint.starts_with("http://127.0.0.1:"),
-            "the S3 server did not start: {endpoint:?}"
-        );
-        S3Server {
-            child,
-            input,
-            output,
-            endpoint,
-        }
-    }
-
-    /// Objects in the bucket under `prefix`.
-    fn objects(&mut self, prefix: &str) -> usize {
-        writeln!(self.input, "{prefix}").unwrap();
-        self.input.flush().unwrap();
-        let mut line = String::new();
-        self.output.read_line(&mut line).unwrap();
-        line.trim().parse().unwrap()
-    }
-}
-
-impl Drop for S3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Text of about `sentences` sentences on `topic`.
 fn text(topic: &str, sentences: usize) -> String {
@@ -114,11 +29,13 @@ fn text(topic: &str, sentences: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn collections_live_on_s3_compatible_storage() {
-    let mut s3 = tokio::task::spawn_blocking(S3Server::start).await.unwrap();
+    let mut s3 = tokio::task::spawn_blocking(|| S3Server::start(BUCKET))
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let vars: Vec<(String, String)> = [
         ("ATRIUM_RAG_URI", format!("s3://{BUCKET}/collections")),
-        ("ATRIUM_RAG_STORAGE_AWS_ENDPOINT", s3.endpoint.clone()),
+        ("ATRIUM_RAG_STORAGE_AWS_ENDPOINT", s3.endpoint().into()),
         ("ATRIUM_RAG_STORAGE_AWS_REGION", "us-east-1".into()),
         ("ATRIUM_RAG_STORAGE_AWS_ACCESS_KEY_ID", "test".into()),
         ("ATRIUM_RAG_STORAGE_AWS_SECRET_ACCESS_KEY", "test".into()),
@@ -168,7 +85,7 @@ async fn collections_live_on_s3_compatible_storage() {
     assert_eq!(found.matches[0].document_id, ids[3], "{:?}", found.matches);
 
     // The tables are objects in the bucket; nothing went to the local data directory.
-    assert!(s3.objects("collections/") > 0);
+    assert!(!s3.keys("collections/").is_empty());
     assert!(!dir.path().join("rag").exists());
 
     // Upkeep works on object storage too: the vector index, compaction, old versions.

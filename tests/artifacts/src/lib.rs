@@ -2,9 +2,13 @@
 //!
 //! The build script compiles the examples and the test guests to `wasm32-wasip2`; each
 //! constant names a component file, each `*_MANIFEST` its manifest. [`pdf`] writes PDF
-//! fixtures; [`python`] installs the Python packages some tests run.
+//! fixtures; [`python`] installs the Python packages some tests run; [`oidc`] runs a fake
+//! OpenID Connect provider; [`s3`] runs a real S3 server.
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
+
+pub mod oidc;
+pub mod s3;
 
 /// Python packages from PyPI, for the tests that run a real client or server written in Python.
 pub mod python {
