@@ -30,6 +30,8 @@ pub struct ApiError {
     kind: &'static str,
     param: Option<String>,
     code: Option<&'static str>,
+    /// Every problem found, for answers about a whole project (`error.problems`).
+    problems: Option<Box<serde_json::Value>>,
     /// For a failure on the host's side: the id the client gets and the details only the log
     /// gets.
     internal: Option<Box<Internal>>,
@@ -61,6 +63,7 @@ impl ApiError {
             kind,
             param: None,
             code: Some(code),
+            problems: None,
             internal: None,
         }
     }
@@ -106,6 +109,48 @@ impl ApiError {
             "invalid_api_key",
             message,
         )
+    }
+
+    /// 401 for a developer token, with a `code` that says why: `missing_token`,
+    /// `invalid_token`, `token_expired`, `unknown_issuer`, `unknown_developer` or
+    /// `account_suspended`.
+    pub fn unauthorized_because(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            code,
+            message,
+        )
+    }
+
+    /// 403: the caller is known but may not do this.
+    pub fn forbidden(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "permission_error", code, message)
+    }
+
+    /// 409: the request contradicts what is stored.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::client(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 413 naming the part or field over its limit.
+    pub fn part_too_large(param: &str, message: impl Into<String>) -> Self {
+        Self::client(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", message)
+            .with_param(Some(param))
+    }
+
+    /// 422: the request is well-formed but its content is refused; `problems` lists every
+    /// problem found (in `atrium lint --json`'s shape) when there is such a list.
+    pub fn unprocessable(
+        code: &'static str,
+        param: Option<&str>,
+        message: impl Into<String>,
+        problems: Option<serde_json::Value>,
+    ) -> Self {
+        ApiError {
+            problems: problems.map(Box::new),
+            ..Self::client(StatusCode::UNPROCESSABLE_ENTITY, code, message).with_param(param)
+        }
     }
 
     /// 404: nothing at this path, or no such resource.
@@ -181,7 +226,11 @@ impl ApiError {
 
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
-        json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}})
+        let mut body = json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}});
+        if let Some(problems) = &self.problems {
+            body["error"]["problems"] = (**problems).clone();
+        }
+        body
     }
 }
 
@@ -358,6 +407,54 @@ impl From<RetrievalError> for ApiError {
             },
             RetrievalError::Store(e) => ApiError::from(e),
         }
+    }
+}
+
+impl From<atrium_platform::registry::RegistryError> for ApiError {
+    fn from(error: atrium_platform::registry::RegistryError) -> Self {
+        use atrium_platform::registry::RegistryError as E;
+        match error {
+            E::BadRequest { param, message } => {
+                ApiError::bad_request(message, (!param.is_empty()).then_some(param))
+            }
+            E::Forbidden(message) => ApiError::forbidden("forbidden", message),
+            E::NotFound(message) => ApiError::not_found(message),
+            E::Conflict(message) => ApiError::conflict("immutable", message),
+            E::TooLarge { param, message } => ApiError::part_too_large(param, message),
+            E::Invalid { message, findings } => ApiError::unprocessable(
+                "invalid_project",
+                Some("manifest"),
+                message,
+                Some(serde_json::to_value(&findings).unwrap_or_default()),
+            ),
+            E::InvalidComponent(message) => {
+                ApiError::unprocessable("invalid_component", Some("component"), message, None)
+            }
+            E::InvalidArchive { param, message } => {
+                ApiError::unprocessable("invalid_archive", Some(param), message, None)
+            }
+            E::Unavailable(detail) => ApiError {
+                code: Some("artifacts_unavailable"),
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                ..ApiError::internal("the artifact store is unavailable", &detail)
+            },
+            E::Internal { context, detail } => ApiError::internal(&context, &detail),
+        }
+    }
+}
+
+impl From<atrium_platform::identity::TokenError> for ApiError {
+    fn from(error: atrium_platform::identity::TokenError) -> Self {
+        use atrium_platform::identity::TokenError as E;
+        let code = match &error {
+            E::Expired(_) => "token_expired",
+            E::Invalid(_) => "invalid_token",
+            E::UnknownIssuer(_) => "unknown_issuer",
+            E::IssuerUnavailable(_) => {
+                return ApiError::unavailable("identity_provider_unavailable", error.to_string());
+            }
+        };
+        ApiError::unauthorized_because(code, error.to_string())
     }
 }
 

@@ -21,22 +21,19 @@ impl FromRequestParts<HostState> for Org {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &HostState) -> Result<Self, ApiError> {
-        let Some(header) = parts.headers.get(axum::http::header::AUTHORIZATION) else {
-            return Err(ApiError::unauthorized(
-                "missing Authorization header: send `Authorization: Bearer <key>`",
-            ));
+        let secret = match bearer_token(parts) {
+            None => {
+                return Err(ApiError::unauthorized(
+                    "missing Authorization header: send `Authorization: Bearer <key>`",
+                ));
+            }
+            Some(None) => {
+                return Err(ApiError::unauthorized(
+                    "the Authorization header must be `Bearer <key>`",
+                ));
+            }
+            Some(Some(secret)) => secret,
         };
-        let secret = header
-            .to_str()
-            .ok()
-            .and_then(|h| {
-                h.strip_prefix("Bearer ")
-                    .or_else(|| h.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .ok_or_else(|| {
-                ApiError::unauthorized("the Authorization header must be `Bearer <key>`")
-            })?;
         if let Some(owner) = state.keys.get(secret) {
             return Ok(Org {
                 org_id: owner.org_id,
@@ -54,6 +51,23 @@ impl FromRequestParts<HostState> for Org {
             None => Err(ApiError::unauthorized("the API key is unknown or revoked")),
         }
     }
+}
+
+/// The credential of an `Authorization: Bearer <credential>` header: `None` without the
+/// header, `Some(None)` when the header is not of that form (or the credential is empty).
+pub(crate) fn bearer_token(parts: &Parts) -> Option<Option<&str>> {
+    let header = parts.headers.get(axum::http::header::AUTHORIZATION)?;
+    Some(
+        header
+            .to_str()
+            .ok()
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .filter(|t| !t.is_empty()),
+    )
 }
 
 /// The header that attributes a call to a tenant.

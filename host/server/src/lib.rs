@@ -5,6 +5,7 @@
 //! Every /v1 error is [`ApiError`]: OpenAI's body `{"error": {"message", "type", "param",
 //! "code"}}` with a fitting status.
 
+mod api;
 mod auth;
 pub mod batches;
 mod chat;
@@ -22,6 +23,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
+pub use api::Dev;
 pub use auth::TTL as KEY_CACHE_TTL;
 pub use chat::DEFAULT_TENANT;
 pub use error::{ApiError, ERROR_ID_HEADER};
@@ -48,6 +50,10 @@ pub struct HostState {
     pub embedders: std::sync::Arc<atrium_inference::embed::Embedders>,
     /// Managed retrieval, when the host has it (the /v1/rag routes answer 503 otherwise).
     pub retrieval: Option<std::sync::Arc<atrium_retrieval::Retrieval>>,
+    /// The app registry, when the host has one (the /api/dev routes answer 503 otherwise).
+    pub registry: Option<atrium_platform::registry::Registry>,
+    /// How developer tokens are verified, when the host has a registry.
+    pub identity: Option<std::sync::Arc<atrium_platform::identity::Identity>>,
 }
 
 impl HostState {
@@ -63,7 +69,20 @@ impl HostState {
             keys: std::sync::Arc::default(),
             embedders: std::sync::Arc::default(),
             retrieval: None,
+            registry: None,
+            identity: None,
         }
+    }
+
+    /// The same state with the app registry and developer identity.
+    pub fn with_registry(
+        mut self,
+        registry: atrium_platform::registry::Registry,
+        identity: atrium_platform::identity::Identity,
+    ) -> Self {
+        self.registry = Some(registry);
+        self.identity = Some(std::sync::Arc::new(identity));
+        self
     }
 
     /// The same state with these embedders.
@@ -109,6 +128,7 @@ pub fn router(state: HostState) -> Router {
         });
     Router::new()
         .nest("/v1", v1)
+        .nest("/api", api::router())
         .route("/health", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(error::log_server_errors))

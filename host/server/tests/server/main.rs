@@ -6,6 +6,7 @@ mod chat;
 mod embeddings;
 mod openai_client;
 mod rag;
+mod registry;
 mod v1;
 
 use std::sync::Arc;

@@ -1,0 +1,310 @@
+//! `/api/dev`: the developer's account, the app registry and preflight.
+
+use atrium_manifest::project;
+use atrium_platform::registry::{PreflightRequest, Upload};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::multipart::MultipartError;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Multipart, Path, State};
+use axum::http::StatusCode;
+
+use super::views::{
+    AppChanged, AppDetailView, AppList, AppView, BundleSet, FileView, Me, PreflightView,
+    RegistrationView, ScopeList, TemplatesSet, VersionView,
+};
+use super::{Dev, registry};
+use crate::{ApiError, HostState, JsonBody};
+
+/// The developer the token speaks for.
+pub async fn me(Dev(dev): Dev) -> Json<Me> {
+    Json(Me::from(&dev))
+}
+
+/// The platform's scope catalogue; no credential needed.
+pub async fn scopes() -> Json<ScopeList> {
+    Json(ScopeList {
+        scopes: atrium_platform::scopes::CATALOGUE,
+    })
+}
+
+/// Checks a project without registering anything.
+pub async fn preflight(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    JsonBody(request): JsonBody<PreflightRequest>,
+) -> Result<Json<PreflightView>, ApiError> {
+    let problems = registry(&state)?.preflight(&dev, &request).await?;
+    let errors = problems.iter().filter(|f| f.is_error()).count();
+    Ok(Json(PreflightView {
+        passed: errors == 0,
+        errors,
+        warnings: problems.len() - errors,
+        problems,
+    }))
+}
+
+/// The developer's apps.
+pub async fn list_apps(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+) -> Result<Json<AppList>, ApiError> {
+    let apps = registry(&state)?.apps(&dev).await?;
+    Ok(Json(AppList {
+        apps: apps.iter().map(AppView::from).collect(),
+    }))
+}
+
+/// One app with its versions.
+pub async fn show_app(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path(slug): Path<String>,
+) -> Result<Json<AppDetailView>, ApiError> {
+    let detail = registry(&state)?.app(&dev, &slug).await?;
+    let current = detail.app.current_version.as_deref();
+    Ok(Json(AppDetailView {
+        versions: detail
+            .versions
+            .iter()
+            .map(|v| VersionView::new(v, current))
+            .collect(),
+        app: AppView::from(&detail.app),
+    }))
+}
+
+/// A raw body, or the API's error: 413 naming the limit when it is too large.
+fn raw_body(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::part_too_large(
+                "body",
+                format!("the request body is larger than {limit} bytes"),
+            )
+        } else {
+            ApiError::bad_request(
+                format!("the body cannot be read: {}", rejection.body_text()),
+                None,
+            )
+        }
+    })
+}
+
+fn multipart_error(e: &MultipartError) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::too_large(super::REGISTER_BODY_BYTES)
+    } else {
+        ApiError::bad_request(
+            format!("the multipart body is malformed: {}", e.body_text()),
+            None,
+        )
+    }
+}
+
+/// A relative path under `app_docs/` from a part's file name; refuses what could escape.
+fn docs_path(name: &str) -> Result<String, ApiError> {
+    let trimmed = name.trim_start_matches("./");
+    let rel = trimmed
+        .strip_prefix(project::DOCS_DIR)
+        .and_then(|p| p.strip_prefix('/'))
+        .unwrap_or(trimmed);
+    let ok = !rel.is_empty()
+        && !rel.starts_with('/')
+        && !rel.contains('\\')
+        && !rel.contains('\0')
+        && rel
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    if ok {
+        Ok(rel.to_owned())
+    } else {
+        Err(ApiError::bad_request(
+            format!("the app_docs file name `{name}` is not a relative path inside app_docs/"),
+            Some("app_docs"),
+        ))
+    }
+}
+
+/// Registers a version from a multipart body: `manifest` (required), `component`, and any
+/// number of `app_docs` (file name = path under `app_docs/`) and `templates` parts. 201 when
+/// created, 200 when the same version with the same content was already registered.
+pub async fn register(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path(slug): Path<String>,
+    mut multipart: Multipart,
+) -> Result<(StatusCode, Json<RegistrationView>), ApiError> {
+    let registry = registry(&state)?;
+    let mut upload = Upload::default();
+    let mut manifest = None;
+    while let Some(field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| multipart_error(&e))?
+    {
+        let name = field.name().unwrap_or_default().to_owned();
+        let file_name = field.file_name().map(str::to_owned);
+        let bytes = field.bytes().await.map_err(|e| multipart_error(&e))?;
+        match name.as_str() {
+            "manifest" => {
+                if manifest.is_some() {
+                    return Err(ApiError::bad_request(
+                        "send one `manifest` part",
+                        Some("manifest"),
+                    ));
+                }
+                upload.manifest_file = file_name.unwrap_or_else(|| "atrium.app.yaml".into());
+                manifest = Some(bytes);
+            }
+            "component" => {
+                if upload.component.is_some() {
+                    return Err(ApiError::bad_request(
+                        "send one `component` part",
+                        Some("component"),
+                    ));
+                }
+                upload.component = Some(bytes);
+            }
+            "app_docs" => {
+                let name = file_name.ok_or_else(|| {
+                    ApiError::bad_request(
+                        "each `app_docs` part needs a file name: its path under app_docs/",
+                        Some("app_docs"),
+                    )
+                })?;
+                let path = docs_path(&name)?;
+                if upload.docs.iter().any(|(p, _)| *p == path) {
+                    return Err(ApiError::bad_request(
+                        format!("app_docs/{path} is sent twice"),
+                        Some("app_docs"),
+                    ));
+                }
+                upload.docs.push((path, bytes));
+            }
+            "templates" => {
+                let file =
+                    file_name.unwrap_or_else(|| format!("templates[{}]", upload.templates.len()));
+                upload.templates.push((file, bytes));
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    format!(
+                        "unknown part `{other}`: the parts are manifest, component, app_docs and templates"
+                    ),
+                    Some(if other.is_empty() { "multipart" } else { other }),
+                ));
+            }
+        }
+    }
+    upload.manifest = manifest.ok_or_else(|| {
+        ApiError::bad_request(
+            "the `manifest` part is missing: send the manifest's YAML or JSON text",
+            Some("manifest"),
+        )
+    })?;
+    let registration = registry.register(&dev, &slug, upload).await?;
+    let docs = registry
+        .store()
+        .version_files(
+            &slug,
+            &registration.version.version,
+            atrium_store::FileRole::Docs,
+        )
+        .await?;
+    let status = if registration.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let current = registration.app.current_version.as_deref();
+    Ok((
+        status,
+        Json(RegistrationView {
+            version: VersionView::new(&registration.version, current),
+            app: AppView::from(&registration.app),
+            docs: docs.iter().map(FileView::from).collect(),
+            created: registration.created,
+            warnings: registration.warnings,
+        }),
+    ))
+}
+
+/// Sets a version's template defaults from the JSON array of section 2.14.
+pub async fn set_templates(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path((slug, version)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<TemplatesSet>), ApiError> {
+    let body = raw_body(body, crate::MAX_BODY_BYTES)?;
+    let (version, created) = registry(&state)?
+        .set_templates(&dev, &slug, &version, &body)
+        .await?;
+    let templates = VersionView::new(&version, None).templates;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(TemplatesSet {
+            version: version.version,
+            templates,
+            templates_digest: version.templates_digest,
+            created,
+        }),
+    ))
+}
+
+/// Sets a version's frontend bundle from a tar, tar.gz or zip archive (the request body).
+pub async fn set_bundle(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path((slug, version)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<BundleSet>), ApiError> {
+    let body = raw_body(body, atrium_platform::registry::BUNDLE_ARCHIVE_BYTES)?;
+    let bundle = registry(&state)?
+        .set_bundle(&dev, &slug, &version, &body)
+        .await?;
+    let status = if bundle.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(BundleSet {
+            version: bundle.version.version,
+            bundle_digest: bundle.digest,
+            files: bundle.files.len(),
+            bytes: bundle.files.iter().map(|f| f.size).sum(),
+            created: bundle.created,
+        }),
+    ))
+}
+
+/// Makes a registered version the app's current version.
+pub async fn promote(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path((slug, version)): Path<(String, String)>,
+) -> Result<Json<AppChanged>, ApiError> {
+    let app = registry(&state)?.promote(&dev, &slug, &version).await?;
+    Ok(Json(AppChanged {
+        app: AppView::from(&app),
+    }))
+}
+
+/// Archives an app.
+pub async fn archive(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path(slug): Path<String>,
+) -> Result<Json<AppChanged>, ApiError> {
+    let app = registry(&state)?.archive(&dev, &slug).await?;
+    Ok(Json(AppChanged {
+        app: AppView::from(&app),
+    }))
+}

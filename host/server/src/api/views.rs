@@ -1,0 +1,295 @@
+//! The bodies the developer API answers: typed structs, so the shape is written once and an
+//! OpenAPI document can be generated from them.
+
+use atrium_manifest::project::Finding;
+use atrium_store::{App, AppVersion, Developer, SecretMeta, VersionFile};
+use serde::Serialize;
+
+/// Milliseconds since the epoch as RFC 3339 (UTC, whole seconds).
+pub fn time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
+        .unwrap_or_default()
+}
+
+fn opt_time(ms: Option<i64>) -> Option<String> {
+    ms.map(time)
+}
+
+/// `GET /api/dev/me`.
+#[derive(Debug, Serialize)]
+pub struct Me {
+    /// `dev_...`.
+    pub id: String,
+    /// The email address.
+    pub email: String,
+    /// The login name.
+    pub login: String,
+    /// Whether the developer may promote versions.
+    pub publish_allowed: bool,
+    /// The dev tenant, if any.
+    pub tenant: Option<TenantContext>,
+    /// Account creation.
+    pub created_at: String,
+}
+
+/// The organization and tenant a developer tries apps in.
+#[derive(Debug, Serialize)]
+pub struct TenantContext {
+    /// The organization's id.
+    pub organization: String,
+    /// The tenant's id.
+    pub tenant: String,
+}
+
+impl From<&Developer> for Me {
+    fn from(d: &Developer) -> Self {
+        Me {
+            id: d.id.clone(),
+            email: d.email.clone(),
+            login: d.login.clone(),
+            publish_allowed: d.publish_allowed,
+            tenant: d.dev_tenant.as_ref().map(|(org, tenant)| TenantContext {
+                organization: org.clone(),
+                tenant: tenant.clone(),
+            }),
+            created_at: time(d.created_at),
+        }
+    }
+}
+
+/// An app.
+#[derive(Debug, Serialize)]
+pub struct AppView {
+    /// The app_id.
+    pub slug: String,
+    /// Display name of the latest registered version.
+    pub name: String,
+    /// `draft`, `active` or `archived`.
+    pub status: &'static str,
+    /// The version new installs get.
+    pub current_version: Option<String>,
+    /// Creation.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+    /// When archived.
+    pub archived_at: Option<String>,
+}
+
+impl From<&App> for AppView {
+    fn from(a: &App) -> Self {
+        AppView {
+            slug: a.slug.clone(),
+            name: a.name.clone(),
+            status: a.status.as_str(),
+            current_version: a.current_version.clone(),
+            created_at: time(a.created_at),
+            updated_at: time(a.updated_at),
+            archived_at: opt_time(a.archived_at),
+        }
+    }
+}
+
+/// A file a version refers to.
+#[derive(Debug, Serialize)]
+pub struct FileView {
+    /// Relative path.
+    pub path: String,
+    /// `sha256:...`.
+    pub digest: String,
+    /// Bytes.
+    pub size: i64,
+}
+
+impl From<&VersionFile> for FileView {
+    fn from(f: &VersionFile) -> Self {
+        FileView {
+            path: f.path.clone(),
+            digest: f.digest.clone(),
+            size: f.size,
+        }
+    }
+}
+
+/// A version.
+#[derive(Debug, Serialize)]
+pub struct VersionView {
+    /// The semantic version.
+    pub version: String,
+    /// `registered` or `published`.
+    pub status: &'static str,
+    /// Whether it is the app's current version.
+    pub current: bool,
+    /// `success` (a failed build is refused, never stored).
+    pub build_result: String,
+    /// `component` or `image`.
+    pub kind: &'static str,
+    /// The manifest's `runtime.image`.
+    pub image: String,
+    /// The component's digest, for a component app.
+    pub component_digest: Option<String>,
+    /// The component's size.
+    pub component_size: Option<i64>,
+    /// The manifest's digest.
+    pub manifest_digest: String,
+    /// The digest over everything registered.
+    pub content_digest: String,
+    /// The frontend bundle's digest, once uploaded.
+    pub bundle_digest: Option<String>,
+    /// How many template defaults the version has.
+    pub templates: usize,
+    /// Registration time.
+    pub created_at: String,
+    /// First promotion.
+    pub promoted_at: Option<String>,
+}
+
+impl VersionView {
+    /// The view of `v`, current when `current` names it.
+    pub fn new(v: &AppVersion, current: Option<&str>) -> Self {
+        let templates = v
+            .templates
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<Vec<serde_json::Value>>(t).ok())
+            .map_or(0, |t| t.len());
+        VersionView {
+            version: v.version.clone(),
+            status: v.status.as_str(),
+            current: current == Some(v.version.as_str()),
+            build_result: v.build_result.clone(),
+            kind: if v.component_digest.is_some() {
+                "component"
+            } else {
+                "image"
+            },
+            image: v.image.clone(),
+            component_digest: v.component_digest.clone(),
+            component_size: v.component_size,
+            manifest_digest: v.manifest_digest.clone(),
+            content_digest: v.content_digest.clone(),
+            bundle_digest: v.bundle_digest.clone(),
+            templates,
+            created_at: time(v.created_at),
+            promoted_at: opt_time(v.promoted_at),
+        }
+    }
+}
+
+/// `GET /api/dev/apps`.
+#[derive(Debug, Serialize)]
+pub struct AppList {
+    /// The developer's apps, by slug.
+    pub apps: Vec<AppView>,
+}
+
+/// `GET /api/dev/apps/{slug}`.
+#[derive(Debug, Serialize)]
+pub struct AppDetailView {
+    /// The app.
+    #[serde(flatten)]
+    pub app: AppView,
+    /// Its versions, newest first.
+    pub versions: Vec<VersionView>,
+}
+
+/// `POST /api/dev/apps/{slug}/versions`.
+#[derive(Debug, Serialize)]
+pub struct RegistrationView {
+    /// The app after registration.
+    pub app: AppView,
+    /// The version.
+    pub version: VersionView,
+    /// The docs files stored with it.
+    pub docs: Vec<FileView>,
+    /// `false` when the same version with the same content was already registered.
+    pub created: bool,
+    /// Warnings of the checks.
+    pub warnings: Vec<Finding>,
+}
+
+/// Answers that carry the app after a state change (promote, archive).
+#[derive(Debug, Serialize)]
+pub struct AppChanged {
+    /// The app.
+    pub app: AppView,
+}
+
+/// `POST .../defaults/templates`.
+#[derive(Debug, Serialize)]
+pub struct TemplatesSet {
+    /// The version.
+    pub version: String,
+    /// How many templates it has.
+    pub templates: usize,
+    /// Their digest.
+    pub templates_digest: Option<String>,
+    /// `false` when the same templates were already set.
+    pub created: bool,
+}
+
+/// `PUT .../bundle`.
+#[derive(Debug, Serialize)]
+pub struct BundleSet {
+    /// The version.
+    pub version: String,
+    /// The digest of the bundle's file list.
+    pub bundle_digest: String,
+    /// How many files.
+    pub files: usize,
+    /// Bytes in all.
+    pub bytes: i64,
+    /// `false` when the same bundle was already set.
+    pub created: bool,
+}
+
+/// `POST /api/dev/preflight`.
+#[derive(Debug, Serialize)]
+pub struct PreflightView {
+    /// No error-severity problem.
+    pub passed: bool,
+    /// How many errors.
+    pub errors: usize,
+    /// How many warnings.
+    pub warnings: usize,
+    /// Every problem, in `atrium lint --json`'s shape.
+    pub problems: Vec<Finding>,
+}
+
+/// A secret's metadata (never its value).
+#[derive(Debug, Serialize)]
+pub struct SecretView {
+    /// The key.
+    pub key: String,
+    /// What it is for.
+    pub description: Option<String>,
+    /// Creation.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+impl From<&SecretMeta> for SecretView {
+    fn from(s: &SecretMeta) -> Self {
+        SecretView {
+            key: s.key.clone(),
+            description: s.description.clone(),
+            created_at: time(s.created_at),
+            updated_at: time(s.updated_at),
+        }
+    }
+}
+
+/// `GET .../secrets`.
+#[derive(Debug, Serialize)]
+pub struct SecretList {
+    /// By key.
+    pub secrets: Vec<SecretView>,
+}
+
+/// `GET /api/scopes`.
+#[derive(Debug, Serialize)]
+pub struct ScopeList {
+    /// The catalogue, by name.
+    pub scopes: &'static [atrium_platform::scopes::Scope],
+}

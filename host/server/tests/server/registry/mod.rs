@@ -1,0 +1,325 @@
+//! The developer API (`/api/dev`) of a running host, over HTTP, on SQLite and PostgreSQL:
+//! developer tokens, the registry's immutability and ownership rules, bundles, templates,
+//! preflight, secrets, and what a failed registration leaves behind.
+//!
+//! This module is the harness (a [`Host`] on a free port and the requests and fixtures the
+//! tests send it); each area's tests are a module of their own.
+
+mod bundles;
+mod preflight;
+mod s3;
+mod secrets;
+mod tokens;
+mod versions;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use atrium_platform::artifacts::Artifacts;
+use atrium_platform::identity::{Identity, TokenIssuer};
+use atrium_platform::registry::Registry;
+use atrium_platform::sealing::SecretsKey;
+use atrium_store::{Developer, NewDeveloper, Store};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::{state, unique};
+
+/// A host serving on a free port, with its registry under a data directory of its own.
+pub(super) struct Host {
+    base: String,
+    store: Store,
+    data: tempfile::TempDir,
+    issuer: TokenIssuer,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Host {
+    pub(super) async fn start(store: &Store) -> Host {
+        Self::start_with(store, None).await
+    }
+
+    /// A host whose artifacts go to `artifacts` (default: the data directory).
+    pub(super) async fn start_with(store: &Store, artifacts: Option<Artifacts>) -> Host {
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path();
+        let artifacts =
+            artifacts.unwrap_or_else(|| Artifacts::local(&dir.join("artifacts")).unwrap());
+        let secrets = SecretsKey::load_or_create(dir, None).unwrap();
+        let registry = registry_over(store, dir, artifacts, secrets);
+        let issuer = TokenIssuer::load_or_create(dir, None).unwrap();
+        let identity = Identity::new(TokenIssuer::load_or_create(dir, None).unwrap(), None);
+        let state = state(store, vec![]).with_registry(registry, identity);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            atrium_server::serve(listener, state, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        Host {
+            base,
+            store: store.clone(),
+            data,
+            issuer,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    pub(super) async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(10), &mut self.task).await;
+    }
+
+    /// The host's data directory: its keys, artifacts and unpacked bundles.
+    pub(super) fn data(&self) -> &Path {
+        self.data.path()
+    }
+
+    /// A new developer account (its login `login` made unique) and a token of this host for it.
+    pub(super) async fn sign_up(&self, login: &str, publish: bool) -> (Developer, String) {
+        let login = slug(login);
+        let developer = self
+            .store
+            .create_developer(&NewDeveloper {
+                email: &format!("{login}@example.com"),
+                login: &login,
+                publish_allowed: publish,
+                dev_tenant: None,
+            })
+            .await
+            .unwrap();
+        let token = self
+            .issuer
+            .issue(&developer.id, &developer.email, Duration::from_secs(3600))
+            .unwrap();
+        (developer, token)
+    }
+
+    /// Sends a request; the status and the JSON body (or the text as a JSON string).
+    pub(super) async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Body,
+    ) -> (StatusCode, Value) {
+        let client = reqwest::Client::new();
+        let mut request = client.request(method.parse().unwrap(), format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request = match body {
+            Body::None => request,
+            Body::Json(value) => request.json(&value),
+            Body::Raw(content_type, bytes) => {
+                request.header("content-type", content_type).body(bytes)
+            }
+        };
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    pub(super) async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        self.send("GET", path, Some(token), Body::None).await
+    }
+
+    pub(super) async fn post(&self, path: &str, token: &str, body: Body) -> (StatusCode, Value) {
+        self.send("POST", path, Some(token), body).await
+    }
+
+    pub(super) async fn put(&self, path: &str, token: &str, body: Body) -> (StatusCode, Value) {
+        self.send("PUT", path, Some(token), body).await
+    }
+
+    pub(super) async fn delete(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        self.send("DELETE", path, Some(token), Body::None).await
+    }
+
+    pub(super) async fn register(
+        &self,
+        slug: &str,
+        token: &str,
+        parts: &[Part<'_>],
+    ) -> (StatusCode, Value) {
+        let (content_type, body) = multipart(parts);
+        self.send(
+            "POST",
+            &format!("/api/dev/apps/{slug}/versions"),
+            Some(token),
+            Body::Raw(content_type, body),
+        )
+        .await
+    }
+
+    /// Registers version `version` of `slug` as a container-image app: the manifest alone.
+    pub(super) async fn register_image(
+        &self,
+        slug: &str,
+        token: &str,
+        version: &str,
+    ) -> (StatusCode, Value) {
+        let manifest = manifest(slug, version, "");
+        self.register(slug, token, &[("manifest", None, manifest.as_bytes())])
+            .await
+    }
+
+    /// Every blob in the local artifact store.
+    pub(super) fn blobs(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut todo = vec![self.data().join("artifacts")];
+        while let Some(dir) = todo.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if entry.path().is_dir() {
+                    todo.push(entry.path());
+                } else {
+                    found.push(entry.path());
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+}
+
+/// A registry over `store` and the data directory `data` (artifacts, bundles) that seals
+/// secrets with `secrets`: what the host serves, or another host beside it.
+pub(super) fn open_registry(store: &Store, data: &Path, secrets: SecretsKey) -> Registry {
+    let artifacts = Artifacts::local(&data.join("artifacts")).unwrap();
+    registry_over(store, data, artifacts, secrets)
+}
+
+fn registry_over(
+    store: &Store,
+    data: &Path,
+    artifacts: Artifacts,
+    secrets: SecretsKey,
+) -> Registry {
+    let runtime = atrium_runtime::Runtime::new(atrium_runtime::RuntimeConfig {
+        cache_dir: Some(component_cache()),
+        ..atrium_runtime::RuntimeConfig::default()
+    })
+    .unwrap();
+    Registry::new(
+        store.clone(),
+        artifacts,
+        runtime,
+        secrets,
+        data.join("bundles"),
+    )
+}
+
+/// Compiled components are cached across tests and runs (compiling is the slow part).
+fn component_cache() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+            PathBuf::from,
+        )
+        .join("test-component-cache")
+}
+
+pub(super) enum Body {
+    None,
+    Json(Value),
+    Raw(String, Vec<u8>),
+}
+
+/// A multipart part: name, file name, bytes.
+pub(super) type Part<'a> = (&'a str, Option<&'a str>, &'a [u8]);
+
+fn multipart(parts: &[Part<'_>]) -> (String, Vec<u8>) {
+    let boundary = "atrium-registry-boundary-5e0a";
+    let mut body = Vec::new();
+    for (name, file_name, bytes) in parts {
+        let file = file_name
+            .map(|f| format!("; filename=\"{f}\""))
+            .unwrap_or_default();
+        write!(
+            body,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"{file}\r\n\r\n"
+        )
+        .unwrap();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    write!(body, "--{boundary}--\r\n").unwrap();
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+pub(super) fn manifest(slug: &str, version: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: platform/v2\napp_id: {slug}\nversion: {version}\nname: Test {slug}\nruntime:\n  image: ghcr.io/acme/{slug}:{version}\n{extra}"
+    )
+}
+
+/// An app slug no other run has used (PostgreSQL keeps apps between runs).
+pub(super) fn slug(name: &str) -> String {
+    let id = unique(name).replace('_', "-");
+    let tail: String = id
+        .chars()
+        .rev()
+        .take(20)
+        .collect::<String>()
+        .chars()
+        .rev()
+        .collect();
+    format!("{name}-{}", tail.trim_start_matches('-'))
+}
+
+/// The code of an error body.
+pub(super) fn code(body: &Value) -> &str {
+    body["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error code in {body}"))
+}
+
+/// The message of an error body.
+pub(super) fn message(body: &Value) -> &str {
+    body["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error message in {body}"))
+}
+
+pub(super) fn zip_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (path, bytes) in files {
+        writer
+            .start_file(*path, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        writer.write_all(bytes).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+pub(super) fn tar_of(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (path, kind, bytes, link) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(*kind);
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        // Written raw: the builder's own path setters refuse `..`, which is the point here.
+        let name = path.as_bytes();
+        header.as_old_mut().name[..name.len()].copy_from_slice(name);
+        if let Some(link) = link {
+            header.set_link_name(link).unwrap();
+        }
+        header.set_cksum();
+        builder.append(&header, *bytes).unwrap();
+    }
+    builder.into_inner().unwrap()
+}
