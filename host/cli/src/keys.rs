@@ -68,17 +68,7 @@ fn time(ms: i64) -> String {
 
 /// Runs `atrium keys`.
 pub fn run(args: &Args) -> ExitCode {
-    let tokio = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    tokio.block_on(async {
+    crate::block_on(false, async {
         let store = match open_store(&args.data_dir).await {
             Ok(store) => store,
             Err(e) => return exit_for(&e),
@@ -86,7 +76,10 @@ pub fn run(args: &Args) -> ExitCode {
         let code = match &args.command {
             KeysCommand::Create { name, org } => match store.create_key(org, name).await {
                 Ok(key) => {
-                    println!("Created key {} ({}) for organization {} ({}).", key.id, key.name, key.org_name, key.org_id);
+                    println!(
+                        "Created key {} ({}) for organization {} ({}).",
+                        key.id, key.name, key.org_name, key.org_id
+                    );
                     println!("It is shown only now; send it as `Authorization: Bearer <key>`.");
                     println!("{}", key.secret);
                     ExitCode::SUCCESS
@@ -109,10 +102,23 @@ pub fn run(args: &Args) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Ok(keys) => {
-                    println!("{:<22} {:<16} {:<16} {:<14} {:<22} STATUS", "ID", "NAME", "ORGANIZATION", "PREFIX", "CREATED");
+                    println!(
+                        "{:<22} {:<16} {:<16} {:<14} {:<22} STATUS",
+                        "ID", "NAME", "ORGANIZATION", "PREFIX", "CREATED"
+                    );
                     for k in keys {
-                        let status = k.revoked_at.map_or_else(|| "active".to_owned(), |t| format!("revoked {}", time(t)));
-                        println!("{:<22} {:<16} {:<16} {:<14} {:<22} {status}", k.id, k.name, k.org_name, k.prefix, time(k.created_at));
+                        let status = k.revoked_at.map_or_else(
+                            || "active".to_owned(),
+                            |t| format!("revoked {}", time(t)),
+                        );
+                        println!(
+                            "{:<22} {:<16} {:<16} {:<14} {:<22} {status}",
+                            k.id,
+                            k.name,
+                            k.org_name,
+                            k.prefix,
+                            time(k.created_at)
+                        );
                     }
                     ExitCode::SUCCESS
                 }
@@ -120,7 +126,10 @@ pub fn run(args: &Args) -> ExitCode {
             },
             KeysCommand::Revoke { id } => match store.revoke_key(id).await {
                 Ok(key) => {
-                    println!("Revoked key {} ({}) of organization {}.", key.id, key.name, key.org_name);
+                    println!(
+                        "Revoked key {} ({}) of organization {}.",
+                        key.id, key.name, key.org_name
+                    );
                     ExitCode::SUCCESS
                 }
                 Err(e) => exit_for(&e),

@@ -1,11 +1,18 @@
 //! `atrium lint`: validates the manifest, the template defaults under `defaults/templates/`
 //! and the docs bundle under `app_docs/` without deploying anything.
+//!
+//! Offline it runs the checks of [`atrium_manifest::project`] on the local files. When a
+//! platform address and a developer token are configured (see [`crate::platform`]) it sends
+//! the same files to the platform's preflight instead, which runs the same checks and adds the
+//! platform's own (unknown scopes, an app_id owned by someone else, a version already
+//! registered with another manifest).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use atrium_manifest::{Code, Problem, Severity};
-use serde::Serialize;
+use atrium_manifest::Severity;
+use atrium_manifest::project::{self, Finding};
+use base64::Engine;
 
 /// The manifest file name looked for in the current directory.
 pub const DEFAULT_MANIFEST: &str = "atrium.app.yaml";
@@ -19,27 +26,38 @@ pub struct Args {
     /// Print the problems as a JSON array instead of text.
     #[arg(long)]
     json: bool,
-}
-
-/// A problem together with the file it was found in.
-#[derive(Debug, Serialize)]
-struct Finding {
-    file: String,
-    #[serde(flatten)]
-    problem: Problem,
+    /// Check locally even when a platform is configured.
+    #[arg(long)]
+    offline: bool,
 }
 
 /// Why the check could not run (exit code 2).
 struct CannotRun(String);
 
+/// A project read from disk: paths relative to the project's directory.
+struct ProjectFiles {
+    manifest_file: String,
+    manifest: Vec<u8>,
+    templates: Vec<(String, Vec<u8>)>,
+    docs: Vec<(String, Vec<u8>)>,
+}
+
 pub fn run(args: &Args) -> ExitCode {
-    match collect(&args.manifest) {
+    let outcome = read_project(&args.manifest).and_then(|files| {
+        let remote = if args.offline {
+            None
+        } else {
+            crate::platform::configured().map_err(CannotRun)?
+        };
+        match remote {
+            Some(platform) => preflight(&platform, &files),
+            None => Ok(check_locally(&files)),
+        }
+    });
+    match outcome {
         Ok(findings) => {
             report(args, &findings);
-            if findings
-                .iter()
-                .any(|f| f.problem.severity == Severity::Error)
-            {
+            if findings.iter().any(Finding::is_error) {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
@@ -52,148 +70,160 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
-fn read_text(path: &Path) -> Result<Result<String, Problem>, CannotRun> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CannotRun(format!("cannot read {}: {e}", path.display())))?;
-    Ok(String::from_utf8(bytes).map_err(|e| Problem {
-        path: String::new(),
-        code: Code::Syntax,
-        severity: Severity::Error,
-        message: format!(
-            "the file is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ),
-        line: None,
-        column: None,
-    }))
+fn read(path: &Path) -> Result<Vec<u8>, CannotRun> {
+    std::fs::read(path).map_err(|e| CannotRun(format!("cannot read {}: {e}", path.display())))
 }
 
-fn collect(manifest: &Path) -> Result<Vec<Finding>, CannotRun> {
-    let file = manifest.display().to_string();
-    let mut findings = Vec::new();
-    match read_text(manifest)? {
-        Ok(text) => {
-            let format = match manifest.extension().and_then(|e| e.to_str()) {
-                Some("json") => atrium_manifest::Format::Json,
-                Some("yaml" | "yml") => atrium_manifest::Format::Yaml,
-                _ => atrium_manifest::Format::Auto,
-            };
-            let validation = atrium_manifest::validate_as(&text, format);
-            findings.extend(validation.problems.into_iter().map(|problem| Finding {
-                file: file.clone(),
-                problem,
-            }));
-        }
-        Err(problem) => findings.push(Finding {
-            file: file.clone(),
-            problem,
-        }),
-    }
+fn read_project(manifest: &Path) -> Result<ProjectFiles, CannotRun> {
     let dir = manifest
         .parent()
-        .map(|p| {
-            if p.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                p
-            }
-        })
+        .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    findings.extend(templates(&dir.join("defaults").join("templates"))?);
-    findings.extend(docs(&dir.join("app_docs"))?);
-    Ok(findings)
-}
-
-fn plain(severity: Severity, code: Code, message: String) -> Problem {
-    Problem {
-        path: String::new(),
-        code,
-        severity,
-        message,
-        line: None,
-        column: None,
-    }
-}
-
-/// Validates every `*.json` under `defaults/templates/`.
-fn templates(dir: &Path) -> Result<Vec<Finding>, CannotRun> {
-    if !dir.is_dir() {
-        return Ok(Vec::new());
-    }
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| CannotRun(format!("cannot list {}: {e}", dir.display())))?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    let mut findings = Vec::new();
-    let mut valid = Vec::new();
-    for path in files {
-        let file = path.display().to_string();
-        match read_text(&path)? {
-            Ok(text) => match atrium_manifest::templates::validate_template(&text) {
-                Ok(template) => valid.push((file, template)),
-                Err(problems) => findings.extend(problems.into_iter().map(|problem| Finding {
-                    file: file.clone(),
-                    problem,
-                })),
-            },
-            Err(problem) => findings.push(Finding { file, problem }),
+    let manifest_bytes = read(manifest)?;
+    let mut templates = Vec::new();
+    let templates_dir = dir.join(project::TEMPLATES_DIR);
+    if templates_dir.is_dir() {
+        let entries = std::fs::read_dir(&templates_dir)
+            .map_err(|e| CannotRun(format!("cannot list {}: {e}", templates_dir.display())))?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        files.sort();
+        for path in files {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            templates.push((format!("{}/{name}", project::TEMPLATES_DIR), read(&path)?));
         }
     }
-    for (file, message) in atrium_manifest::templates::duplicate_slugs(&valid) {
-        let mut problem = plain(Severity::Error, Code::Duplicate, message);
-        problem.path = "slug".into();
-        findings.push(Finding { file, problem });
-    }
-    Ok(findings)
-}
-
-/// Checks the docs bundle limits and the `user.md` entry point.
-fn docs(dir: &Path) -> Result<Vec<Finding>, CannotRun> {
-    if !dir.is_dir() {
-        return Ok(Vec::new());
-    }
-    let mut files = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(current) = todo.pop() {
-        let entries = std::fs::read_dir(&current)
-            .map_err(|e| CannotRun(format!("cannot list {}: {e}", current.display())))?;
-        for entry in entries {
-            let entry =
-                entry.map_err(|e| CannotRun(format!("cannot list {}: {e}", current.display())))?;
-            let meta = entry
-                .metadata()
-                .map_err(|e| CannotRun(format!("cannot read {}: {e}", entry.path().display())))?;
-            if meta.is_dir() {
-                todo.push(entry.path());
-            } else {
-                let rel = entry
-                    .path()
-                    .strip_prefix(dir)
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default();
-                files.push((rel, meta.len()));
+    let mut docs = Vec::new();
+    let docs_dir = dir.join(project::DOCS_DIR);
+    if docs_dir.is_dir() {
+        let mut todo = vec![docs_dir.clone()];
+        while let Some(current) = todo.pop() {
+            let entries = std::fs::read_dir(&current)
+                .map_err(|e| CannotRun(format!("cannot list {}: {e}", current.display())))?;
+            for entry in entries {
+                let entry = entry
+                    .map_err(|e| CannotRun(format!("cannot list {}: {e}", current.display())))?;
+                let path = entry.path();
+                if path.is_dir() {
+                    todo.push(path);
+                } else {
+                    let rel = path
+                        .strip_prefix(&docs_dir)
+                        .map(|p| p.to_string_lossy().replace('\\', "/"))
+                        .unwrap_or_default();
+                    docs.push((rel, read(&path)?));
+                }
             }
         }
+        docs.sort();
     }
-    let file = dir.display().to_string();
-    let mut findings: Vec<Finding> = atrium_manifest::bundle::check(&files)
-        .into_iter()
-        .map(|message| Finding {
-            file: file.clone(),
-            problem: plain(Severity::Error, Code::InputLimit, message),
-        })
+    Ok(ProjectFiles {
+        manifest_file: manifest.display().to_string(),
+        manifest: manifest_bytes,
+        templates,
+        docs,
+    })
+}
+
+fn check_locally(files: &ProjectFiles) -> Vec<Finding> {
+    let (_, mut findings) = project::check_manifest(&files.manifest_file, &files.manifest);
+    let templates: Vec<(String, &[u8])> = files
+        .templates
+        .iter()
+        .map(|(f, b)| (f.clone(), b.as_slice()))
         .collect();
-    if !files.iter().any(|(p, _)| p == "user.md") {
-        findings.push(Finding {
-            file,
-            problem: plain(Severity::Warning, Code::Required, "app_docs/ has no user.md entry point; apps without user.md are not listed on the docs site".into()),
-        });
-    }
-    Ok(findings)
+    findings.extend(project::check_templates(&templates).1);
+    let docs: Vec<(String, u64)> = files
+        .docs
+        .iter()
+        .map(|(p, b)| (p.clone(), b.len() as u64))
+        .collect();
+    findings.extend(project::check_docs(project::DOCS_DIR, &docs));
+    findings
+}
+
+/// Sends the project to `POST /api/dev/preflight`; any failure to get an answer is exit 2.
+fn preflight(
+    platform: &crate::platform::PlatformConfig,
+    files: &ProjectFiles,
+) -> Result<Vec<Finding>, CannotRun> {
+    let Ok(manifest) = String::from_utf8(files.manifest.clone()) else {
+        // Not text: nothing the platform could add; report it as the local check does.
+        return Ok(check_locally(files));
+    };
+    let encode = |prefix: &str, path: &str, bytes: &[u8]| {
+        let path = if prefix.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{prefix}/{path}")
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(text) => serde_json::json!({"path": path, "content": text}),
+            Err(_) => {
+                serde_json::json!({"path": path, "content_base64": base64::engine::general_purpose::STANDARD.encode(bytes)})
+            }
+        }
+    };
+    let mut sent: Vec<serde_json::Value> = files
+        .templates
+        .iter()
+        .map(|(p, b)| encode("", p, b))
+        .collect();
+    sent.extend(
+        files
+            .docs
+            .iter()
+            .map(|(p, b)| encode(project::DOCS_DIR, p, b)),
+    );
+    let body = serde_json::json!({
+        "manifest": manifest,
+        "manifest_file": files.manifest_file,
+        "files": sent,
+    });
+    let url = format!("{}/api/dev/preflight", platform.url);
+    let runtime = crate::async_runtime(false).map_err(CannotRun)?;
+    runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(&url)
+            .bearer_auth(&platform.token)
+            .timeout(std::time::Duration::from_secs(60))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| CannotRun(format!("the preflight request to {url} failed: {e}")))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| {
+            CannotRun(format!(
+                "reading the preflight answer from {url} failed: {e}"
+            ))
+        })?;
+        if !status.is_success() {
+            let message = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+                .unwrap_or(text);
+            return Err(CannotRun(format!(
+                "the platform refused the preflight ({status}): {message}"
+            )));
+        }
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            problems: Vec<Finding>,
+        }
+        serde_json::from_str::<Answer>(&text)
+            .map(|a| a.problems)
+            .map_err(|e| {
+                CannotRun(format!(
+                    "the platform's preflight answer is not understood: {e}"
+                ))
+            })
+    })
 }
 
 fn report(args: &Args, findings: &[Finding]) {
@@ -218,10 +248,7 @@ fn report(args: &Args, findings: &[Finding]) {
         let path = if p.path.is_empty() { "(file)" } else { &p.path };
         println!("{location}: {severity}[{}] {path}: {}", p.code, p.message);
     }
-    let errors = findings
-        .iter()
-        .filter(|f| f.problem.severity == Severity::Error)
-        .count();
+    let errors = findings.iter().filter(|f| f.is_error()).count();
     let warnings = findings.len() - errors;
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     let verdict = if errors == 0 { "passed" } else { "failed" };

@@ -4,8 +4,10 @@
 //! (or, for `lint`, a check that could not run), 3 authentication error.
 
 mod call;
+mod developers;
 mod keys;
 mod lint;
+mod platform;
 mod serve;
 
 use std::process::ExitCode;
@@ -38,6 +40,11 @@ enum Command {
     /// Exit codes: 0 success, 1 bad input (an invalid name, an unknown key id), 2 the store
     /// could not be opened or written.
     Keys(keys::Args),
+    /// Manage developer accounts of the app registry and issue their tokens.
+    ///
+    /// Exit codes: 0 success, 1 bad input (an invalid or taken email or login, an unknown
+    /// developer or organization), 2 the store or the signing key could not be opened.
+    Developers(developers::Args),
     /// Run the host: the /v1 API on --addr, data under --data-dir (or ATRIUM_DATABASE_URL).
     ///
     /// Exit codes: 0 after a clean shutdown (SIGINT or SIGTERM), 1 bad input, 2 the host could
@@ -54,6 +61,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint::run(&args),
         Command::Call(args) => call::run(&args),
         Command::Keys(args) => keys::run(&args),
+        Command::Developers(args) => developers::run(&args),
         Command::Serve(args) => serve::run(&args),
     }
 }
@@ -80,6 +88,33 @@ fn usage_error(err: &clap::Error) -> ExitCode {
         eprintln!("\n{usage}");
     }
     ExitCode::from(1)
+}
+
+/// A Tokio runtime for one command: multi-threaded for the host, current-thread otherwise.
+pub(crate) fn async_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, String> {
+    let mut builder = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// Runs a command's future to completion; a runtime that cannot start is exit code 2.
+pub(crate) fn block_on(
+    multi_thread: bool,
+    command: impl std::future::Future<Output = ExitCode>,
+) -> ExitCode {
+    match async_runtime(multi_thread) {
+        Ok(runtime) => runtime.block_on(command),
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Logs to stderr (colored on a terminal), filtered by `ATRIUM_LOG` or `default_filter`.

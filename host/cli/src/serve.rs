@@ -51,19 +51,17 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let tokio = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    tokio.block_on(async {
+    crate::block_on(true, async {
         let store = match crate::keys::open_store(&args.data_dir).await {
             Ok(store) => store,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let (registry, identity) = match open_registry(&store, &args.data_dir, &vars) {
+            Ok(opened) => opened,
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
@@ -76,20 +74,33 @@ pub fn run(args: &Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let bound = listener.local_addr().map_or_else(|_| addr.to_string(), |a| a.to_string());
+        let bound = listener
+            .local_addr()
+            .map_or_else(|_| addr.to_string(), |a| a.to_string());
         tracing::info!(addr = %bound, store = store.backend(), "atrium is listening on http://{bound}");
-        let gateway = atrium_inference::Gateway::from_config(&config, &|name| std::env::var(name).ok());
-        let configured: Vec<&str> =
-            atrium_inference::ProviderId::ALL.into_iter().filter(|p| gateway.available(*p)).map(|p| p.as_str()).collect();
+        let gateway =
+            atrium_inference::Gateway::from_config(&config, &|name| std::env::var(name).ok());
+        let configured: Vec<&str> = atrium_inference::ProviderId::ALL
+            .into_iter()
+            .filter(|p| gateway.available(*p))
+            .map(|p| p.as_str())
+            .collect();
         if configured.is_empty() {
-            tracing::warn!("no inference provider is configured: set ATRIUM_<PROVIDER>_API_KEY (or ATRIUM_OLLAMA_BASE_URL)");
+            tracing::warn!(
+                "no inference provider is configured: set ATRIUM_<PROVIDER>_API_KEY (or ATRIUM_OLLAMA_BASE_URL)"
+            );
         } else {
             tracing::info!(providers = %configured.join(", "), "inference providers");
         }
-        let embedders = atrium_inference::embed::Embedders::from_config(&config, &|name| std::env::var(name).ok());
+        let embedders = atrium_inference::embed::Embedders::from_config(&config, &|name| {
+            std::env::var(name).ok()
+        });
         let default_embedder = embedders.default_embedder();
-        tracing::info!(provider = default_embedder.provider(), model = default_embedder.model(), "default embedder");
-        let vars: Vec<(String, String)> = std::env::vars().collect();
+        tracing::info!(
+            provider = default_embedder.provider(),
+            model = default_embedder.model(),
+            "default embedder"
+        );
         let rag = match atrium_retrieval::RetrievalConfig::from_env(&args.data_dir, &vars) {
             Ok(rag) => rag,
             Err(e) => {
@@ -97,19 +108,27 @@ pub fn run(args: &Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let retrieval = match atrium_retrieval::Retrieval::open(store.clone(), embedders.clone(), rag).await {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("error: cannot open retrieval: {e}");
-                return ExitCode::from(2);
-            }
-        };
+        let retrieval =
+            match atrium_retrieval::Retrieval::open(store.clone(), embedders.clone(), rag).await {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: cannot open retrieval: {e}");
+                    return ExitCode::from(2);
+                }
+            };
         // Documents a stopped host left half-written are removed before serving (with
         // PostgreSQL other hosts may be writing: only those unfinished for ten minutes).
-        let stale = if store.backend() == "sqlite" { std::time::Duration::ZERO } else { std::time::Duration::from_secs(600) };
+        let stale = if store.backend() == "sqlite" {
+            std::time::Duration::ZERO
+        } else {
+            std::time::Duration::from_secs(600)
+        };
         match retrieval.recover(stale).await {
             Ok(0) => {}
-            Ok(n) => tracing::info!(documents = n, "removed documents a previous run left unfinished"),
+            Ok(n) => tracing::info!(
+                documents = n,
+                "removed documents a previous run left unfinished"
+            ),
             Err(e) => tracing::warn!(error = %e, "checking for unfinished documents failed"),
         }
         tokio::task::spawn_blocking(|| {
@@ -119,7 +138,8 @@ pub fn run(args: &Args) -> ExitCode {
         });
         let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_embedders(embedders)
-            .with_retrieval(retrieval);
+            .with_retrieval(retrieval)
+            .with_registry(registry, identity);
         let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;
         store.close().await;
         match served {
@@ -130,6 +150,66 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     })
+}
+
+/// The app registry and developer identity: artifacts in `ATRIUM_ARTIFACTS_URI` (default
+/// `<data-dir>/artifacts`), compiled components cached under `<data-dir>/cache/components`,
+/// bundles unpacked under `<data-dir>/bundles`, the secrets key and the token signing key
+/// from the environment or the data directory, and an OpenID Connect provider when
+/// `ATRIUM_OIDC_ISSUER` (with `ATRIUM_OIDC_AUDIENCE`) is set.
+pub fn open_registry(
+    store: &atrium_store::Store,
+    data_dir: &std::path::Path,
+    vars: &[(String, String)],
+) -> Result<
+    (
+        atrium_platform::registry::Registry,
+        atrium_platform::identity::Identity,
+    ),
+    String,
+> {
+    use atrium_platform::identity::{
+        Identity, JWT_SECRET_ENV, OIDC_AUDIENCE_ENV, OIDC_ISSUER_ENV, OidcConfig, TokenIssuer,
+    };
+    use atrium_platform::sealing::{SECRETS_KEY_ENV, SecretsKey};
+    let get = |name: &str| {
+        vars.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    // Checked first: a mistake here should stop the host before anything is created on disk.
+    let oidc = match (get(OIDC_ISSUER_ENV), get(OIDC_AUDIENCE_ENV)) {
+        (Some(issuer), Some(audience)) => {
+            Some(OidcConfig::new(issuer, audience).map_err(|e| e.to_string())?)
+        }
+        (Some(_), None) => {
+            return Err(format!(
+                "{OIDC_ISSUER_ENV} is set but {OIDC_AUDIENCE_ENV} is not: set it to the client id the provider's tokens are issued for"
+            ));
+        }
+        (None, _) => None,
+    };
+    let artifacts = atrium_platform::artifacts::Artifacts::from_env(data_dir, vars)
+        .map_err(|e| format!("cannot open the artifact store: {e}"))?;
+    let runtime = atrium_runtime::Runtime::new(atrium_runtime::RuntimeConfig {
+        cache_dir: Some(data_dir.join("cache").join("components")),
+        ..atrium_runtime::RuntimeConfig::default()
+    })
+    .map_err(|e| format!("cannot start the component runtime: {e}"))?;
+    let secrets = SecretsKey::load_or_create(data_dir, get(SECRETS_KEY_ENV).as_deref())
+        .map_err(|e| e.to_string())?;
+    let issuer = TokenIssuer::load_or_create(data_dir, get(JWT_SECRET_ENV).as_deref())
+        .map_err(|e| e.to_string())?;
+    tracing::info!(artifacts = %artifacts.location(), oidc = oidc.as_ref().map_or("off", OidcConfig::issuer), "app registry");
+    let registry = atrium_platform::registry::Registry::new(
+        store.clone(),
+        artifacts,
+        runtime,
+        secrets,
+        data_dir.join("bundles"),
+    );
+    Ok((registry, Identity::new(issuer, oidc)))
 }
 
 /// The inference configuration file, or the defaults when none is given.

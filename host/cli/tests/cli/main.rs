@@ -5,19 +5,83 @@
 mod call;
 mod keys;
 mod lint;
+mod registry;
 mod serve;
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread::JoinHandle;
 
-pub(crate) fn atrium(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atrium"))
+/// `atrium <args>` run in `dir`, on the store the test chooses.
+pub(crate) fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_atrium"));
+    command
         .args(args)
         .current_dir(dir)
         // The tests choose their own store.
-        .env_remove("ATRIUM_DATABASE_URL")
-        .output()
-        .expect("run atrium")
+        .env_remove("ATRIUM_DATABASE_URL");
+    command
+}
+
+pub(crate) fn atrium(dir: &Path, args: &[&str]) -> Output {
+    command(dir, args).output().expect("run atrium")
+}
+
+/// A running `atrium serve`: the address it logged, and the rest of its log collected by a
+/// thread so the pipe never fills up. Dropped without [`Serve::stop`], it is killed.
+pub(crate) struct Serve {
+    child: Child,
+    /// Where it listens: `127.0.0.1:<port>`.
+    pub(crate) addr: String,
+    log: Option<JoinHandle<Vec<String>>>,
+}
+
+impl Serve {
+    /// Spawns `command`, an `atrium serve --addr 127.0.0.1:0 ...`, logging at `info`, and
+    /// waits until it logs where it listens.
+    pub(crate) fn spawn(mut command: Command) -> Self {
+        let mut child = command
+            .env("ATRIUM_LOG", "info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("the host logs where it listens")
+                .unwrap();
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        let log = std::thread::spawn(move || lines.map_while(Result::ok).collect());
+        Self {
+            child,
+            addr,
+            log: Some(log),
+        }
+    }
+
+    /// Sends SIGTERM and waits for the host to exit: its exit status, and its log after the
+    /// line that named the address.
+    pub(crate) fn stop(mut self) -> (ExitStatus, Vec<String>) {
+        let pid = self.child.id().to_string();
+        let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(killed.success());
+        let status = self.child.wait().unwrap();
+        let log = self.log.take().map(|log| log.join().unwrap());
+        (status, log.unwrap_or_default())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // After `stop` the process has exited and been waited for: both are no-ops then.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 pub(crate) fn stdout(out: &Output) -> String {

@@ -1,10 +1,9 @@
 //! `atrium serve`, as a process: it listens, answers with the store's keys, and stops cleanly
 //! on SIGTERM.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
 
-use crate::{atrium, stderr};
+use crate::{Serve, atrium, command, stderr};
 
 fn http(addr: &str, method: &str, path: &str, key: Option<&str>, body: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
@@ -38,35 +37,23 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
         .unwrap()
         .to_owned();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_atrium"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", data])
-        .env_remove("ATRIUM_DATABASE_URL")
-        .env("ATRIUM_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("the host logs where it listens")
-            .unwrap();
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
+    let host = Serve::spawn(command(
+        dir.path(),
+        &["serve", "--addr", "127.0.0.1:0", "--data-dir", data],
+    ));
+    let addr = &host.addr;
 
-    let ok = http_get(&addr, "/v1/usage", Some(&key));
+    let ok = http_get(addr, "/v1/usage", Some(&key));
     assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
     assert!(ok.contains(r#""totals""#), "{ok}");
-    let denied = http_get(&addr, "/v1/usage", None);
+    let denied = http_get(addr, "/v1/usage", None);
     assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
 
     // Retrieval is on, with its data under the data directory.
-    let created = http(&addr, "POST", "/v1/rag/notes", Some(&key), "");
+    let created = http(addr, "POST", "/v1/rag/notes", Some(&key), "");
     assert!(created.starts_with("HTTP/1.1 201"), "{created}");
     let added = http(
-        &addr,
+        addr,
         "POST",
         "/v1/rag/notes/documents",
         Some(&key),
@@ -74,7 +61,7 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
     );
     assert!(added.starts_with("HTTP/1.1 201"), "{added}");
     let found = http(
-        &addr,
+        addr,
         "POST",
         "/v1/rag/notes/query",
         Some(&key),
@@ -83,17 +70,8 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
     assert!(found.contains("Water the ficus"), "{found}");
     assert!(std::path::Path::new(data).join("rag").is_dir());
 
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = child.wait().unwrap();
+    let (status, rest) = host.stop();
     assert_eq!(status.code(), Some(0));
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:?}");
 }
 
