@@ -104,25 +104,46 @@ pub fn check_manifest(file: &str, bytes: &[u8]) -> (Option<Validation>, Vec<Find
     }
 }
 
-/// Validates template files, each given as (file name, bytes); returns the valid templates
-/// (with their file) and the findings, including slugs used twice.
+/// Validates template files, each given as (file name, bytes): a file holds one template
+/// object, or a JSON array of them whose elements are reported as `<file>[i]`. Returns the
+/// valid templates (with their file) and the findings, including slugs used twice anywhere.
 #[must_use]
 pub fn check_templates(files: &[(String, &[u8])]) -> (Vec<(String, DocTemplate)>, Vec<Finding>) {
     let mut findings = Vec::new();
     let mut valid = Vec::new();
     for (file, bytes) in files {
-        match utf8(bytes) {
-            Ok(text) => match templates::validate_template(text) {
-                Ok(template) => valid.push((file.clone(), template)),
-                Err(problems) => findings.extend(problems.into_iter().map(|problem| Finding {
+        let text = match utf8(bytes) {
+            Ok(text) => text,
+            Err(problem) => {
+                findings.push(Finding {
                     file: file.clone(),
                     problem,
-                })),
-            },
-            Err(problem) => findings.push(Finding {
-                file: file.clone(),
-                problem,
-            }),
+                });
+                continue;
+            }
+        };
+        if text.trim_start().starts_with('[') {
+            match serde_json::from_str::<Vec<serde_json::Value>>(text) {
+                Ok(elements) => {
+                    for (i, element) in elements.iter().enumerate() {
+                        check_one(
+                            &format!("{file}[{i}]"),
+                            &element.to_string(),
+                            &mut valid,
+                            &mut findings,
+                        );
+                    }
+                }
+                Err(e) => findings.push(Finding::plain(
+                    file,
+                    Severity::Error,
+                    Code::Syntax,
+                    "",
+                    format!("the template defaults are not a JSON array of templates: {e}"),
+                )),
+            }
+        } else {
+            check_one(file, text, &mut valid, &mut findings);
         }
     }
     for (file, message) in templates::duplicate_slugs(&valid) {
@@ -137,38 +158,39 @@ pub fn check_templates(files: &[(String, &[u8])]) -> (Vec<(String, DocTemplate)>
     (valid, findings)
 }
 
-/// Validates a JSON array of templates (the body of the template-defaults upload); each
-/// element is reported as `<file>[i]`.
+fn check_one(
+    file: &str,
+    text: &str,
+    valid: &mut Vec<(String, DocTemplate)>,
+    findings: &mut Vec<Finding>,
+) {
+    match templates::validate_template(text) {
+        Ok(template) => valid.push((file.to_owned(), template)),
+        Err(problems) => findings.extend(problems.into_iter().map(|problem| Finding {
+            file: file.to_owned(),
+            problem,
+        })),
+    }
+}
+
+/// Validates the JSON array of templates that the template-defaults upload takes; anything
+/// but an array is one error.
 #[must_use]
 pub fn check_template_array(file: &str, bytes: &[u8]) -> (Vec<DocTemplate>, Vec<Finding>) {
-    let parsed: Result<Vec<serde_json::Value>, String> = utf8(bytes)
-        .map_err(|p| p.message)
-        .and_then(|text| serde_json::from_str(text).map_err(|e| e.to_string()));
-    let elements = match parsed {
-        Ok(elements) => elements,
-        Err(message) => {
-            return (
-                Vec::new(),
-                vec![Finding::plain(
-                    file,
-                    Severity::Error,
-                    Code::InvalidType,
-                    "",
-                    format!("the template defaults must be a JSON array of templates: {message}"),
-                )],
-            );
-        }
-    };
-    let texts: Vec<(String, Vec<u8>)> = elements
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (format!("{file}[{i}]"), v.to_string().into_bytes()))
-        .collect();
-    let borrowed: Vec<(String, &[u8])> = texts
-        .iter()
-        .map(|(f, b)| (f.clone(), b.as_slice()))
-        .collect();
-    let (valid, findings) = check_templates(&borrowed);
+    let is_array = utf8(bytes).is_ok_and(|t| t.trim_start().starts_with('['));
+    if !is_array {
+        return (
+            Vec::new(),
+            vec![Finding::plain(
+                file,
+                Severity::Error,
+                Code::InvalidType,
+                "",
+                "the template defaults must be a JSON array of templates".into(),
+            )],
+        );
+    }
+    let (valid, findings) = check_templates(&[(file.to_owned(), bytes)]);
     (valid.into_iter().map(|(_, t)| t).collect(), findings)
 }
 
