@@ -9,6 +9,7 @@ mod keys;
 mod lint;
 mod platform;
 mod serve;
+mod tenants;
 
 use std::process::ExitCode;
 
@@ -45,6 +46,12 @@ enum Command {
     /// Exit codes: 0 success, 1 bad input (an invalid or taken email or login, an unknown
     /// developer or organization), 2 the store or the signing key could not be opened.
     Developers(developers::Args),
+    /// Issue, list and revoke the tokens of a tenant's admins and users (the tenant principals
+    /// of /api).
+    ///
+    /// Exit codes: 0 success, 1 bad input (an unknown organization, tenant or token, an
+    /// invalid user id or display name), 2 the store could not be opened or written.
+    Tenants(tenants::Args),
     /// Run the host: the /v1 API on --addr, data under --data-dir (or ATRIUM_DATABASE_URL).
     ///
     /// Exit codes: 0 after a clean shutdown (SIGINT or SIGTERM), 1 bad input, 2 the host could
@@ -62,6 +69,7 @@ fn main() -> ExitCode {
         Command::Call(args) => call::run(&args),
         Command::Keys(args) => keys::run(&args),
         Command::Developers(args) => developers::run(&args),
+        Command::Tenants(args) => tenants::run(&args),
         Command::Serve(args) => serve::run(&args),
     }
 }

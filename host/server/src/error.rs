@@ -30,8 +30,9 @@ pub struct ApiError {
     kind: &'static str,
     param: Option<String>,
     code: Option<&'static str>,
-    /// Every problem found, for answers about a whole project (`error.problems`).
-    problems: Option<Box<serde_json::Value>>,
+    /// A list the answer carries beside the message, under its key in `error`: every problem
+    /// of a project (`problems`), what an activation misses (`missing`).
+    extra: Option<Box<(&'static str, serde_json::Value)>>,
     /// For a failure on the host's side: the id the client gets and the details only the log
     /// gets.
     internal: Option<Box<Internal>>,
@@ -63,7 +64,7 @@ impl ApiError {
             kind,
             param: None,
             code: Some(code),
-            problems: None,
+            extra: None,
             internal: None,
         }
     }
@@ -148,8 +149,22 @@ impl ApiError {
         problems: Option<serde_json::Value>,
     ) -> Self {
         ApiError {
-            problems: problems.map(Box::new),
+            extra: problems.map(|p| Box::new(("problems", p))),
             ..Self::client(StatusCode::UNPROCESSABLE_ENTITY, code, message).with_param(param)
+        }
+    }
+
+    /// 422 for a refused state change, `code` naming the outcome and `error.<key>` listing
+    /// what is missing or wrong (an activation's scopes, settings, slots or apps).
+    pub fn refused(
+        code: &'static str,
+        message: impl Into<String>,
+        key: &'static str,
+        names: Vec<String>,
+    ) -> Self {
+        ApiError {
+            extra: Some(Box::new((key, serde_json::Value::from(names)))),
+            ..Self::client(StatusCode::UNPROCESSABLE_ENTITY, code, message)
         }
     }
 
@@ -227,8 +242,8 @@ impl ApiError {
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
         let mut body = json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}});
-        if let Some(problems) = &self.problems {
-            body["error"]["problems"] = (**problems).clone();
+        if let Some(extra) = &self.extra {
+            body["error"][extra.0] = extra.1.clone();
         }
         body
     }
@@ -430,6 +445,11 @@ impl From<atrium_platform::registry::RegistryError> for ApiError {
             E::InvalidComponent(message) => {
                 ApiError::unprocessable("invalid_component", Some("component"), message, None)
             }
+            E::Activation {
+                outcome,
+                message,
+                names,
+            } => ApiError::refused(outcome, message, "missing", names),
             E::InvalidArchive { param, message } => {
                 ApiError::unprocessable("invalid_archive", Some(param), message, None)
             }

@@ -46,6 +46,8 @@ pub struct HostState {
     pub metering: meter::Metering,
     /// Recently authenticated keys.
     pub keys: std::sync::Arc<auth::KeyCache>,
+    /// Recently authenticated tenant tokens.
+    pub tenant_tokens: std::sync::Arc<auth::TenantTokenCache>,
     /// The embedders, the default first.
     pub embedders: std::sync::Arc<atrium_inference::embed::Embedders>,
     /// Managed retrieval, when the host has it (the /v1/rag routes answer 503 otherwise).
@@ -67,6 +69,7 @@ impl HostState {
             batches: std::sync::Arc::default(),
             metering,
             keys: std::sync::Arc::default(),
+            tenant_tokens: std::sync::Arc::default(),
             embedders: std::sync::Arc::default(),
             retrieval: None,
             registry: None,

@@ -151,7 +151,7 @@ impl Store {
     }
 
     /// The id of the organization with this id or name.
-    async fn organization_id(&self, reference: &str) -> Result<Option<String>> {
+    pub async fn organization_id(&self, reference: &str) -> Result<Option<String>> {
         on_pool!(self, pool => {
             let row = sqlx::query("SELECT id FROM organizations WHERE id = $1 OR name = $1")
                 .bind(reference)

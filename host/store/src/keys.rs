@@ -52,14 +52,14 @@ pub struct KeyOwner {
     pub org_id: String,
 }
 
-fn digest(secret: &str) -> String {
+pub(crate) fn digest(secret: &str) -> String {
     Sha256::digest(secret.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
 }
 
-fn check_name(what: &str, name: &str) -> Result<()> {
+pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
     if name.trim().is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
         return Err(StoreError::Invalid(format!(
             "{what} must be 1 to 100 characters without control characters, got {name:?}"

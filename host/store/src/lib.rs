@@ -1,6 +1,8 @@
 //! Atrium's database: organizations, API keys, tenants, usage records, batches, the
 //! bookkeeping of retrieval collections and documents, and the app registry (developers, apps,
-//! versions, the files a version refers to, sealed secrets).
+//! versions, the files a version refers to, sealed secrets), tenant users and their tokens,
+//! and installs (with their sealed values, the tenant's integrations, cross-app grants and
+//! cloned templates).
 //!
 //! One [`Store`] over SQLite (the embedded default, a file in the data directory, WAL mode) or
 //! PostgreSQL (for several hosts sharing one deployment), with the same schema and the same
@@ -13,9 +15,11 @@
 mod apps;
 mod batches;
 mod developers;
+mod installs;
 mod keys;
 mod rag;
 mod secrets;
+mod tenant_tokens;
 mod tenants;
 mod usage;
 
@@ -33,12 +37,17 @@ pub use apps::{
 };
 pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
+pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
 pub use secrets::SecretMeta;
+pub use tenant_tokens::{
+    CreatedTenantToken, NewTenantToken, TENANT_TOKEN_PREFIX, TenantPrincipal, TenantRole,
+    TenantToken, check_display_name, check_user_id,
+};
 pub use tenants::{Tenant, check_tenant_id};
 pub use usage::{TenantUsage, Usage, UsageRecord, UsageTotals};
 

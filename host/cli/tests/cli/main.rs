@@ -7,6 +7,7 @@ mod keys;
 mod lint;
 mod registry;
 mod serve;
+mod tenants;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

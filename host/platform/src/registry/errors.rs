@@ -54,6 +54,18 @@ pub enum RegistryError {
         /// Why.
         message: String,
     },
+    /// An activation is refused (422): `outcome` is the documented code
+    /// (`missing_app_dependencies`, `missing_rag_bindings`, ...), `names` what is missing or
+    /// wrong.
+    #[error("{message}")]
+    Activation {
+        /// The outcome's code.
+        outcome: &'static str,
+        /// A sentence naming everything.
+        message: String,
+        /// The scopes, settings, integrations, slots or apps at fault.
+        names: Vec<String>,
+    },
     /// The artifact store cannot be reached (503).
     #[error("the artifact store is unavailable: {0}")]
     Unavailable(String),

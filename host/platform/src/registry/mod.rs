@@ -9,6 +9,7 @@
 
 mod bundle;
 mod errors;
+mod installs;
 mod preflight;
 mod secrets;
 
@@ -24,6 +25,7 @@ use sha2::{Digest, Sha256};
 
 pub use bundle::{BUNDLE_ARCHIVE_BYTES, BUNDLE_LIMITS, BundleUpload};
 pub use errors::RegistryError;
+pub use installs::{ActivateRequest, Activated, TenantRef};
 pub use preflight::{PreflightFile, PreflightRequest};
 
 use crate::artifacts::{self, Artifacts};

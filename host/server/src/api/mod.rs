@@ -1,10 +1,14 @@
-//! The `/api` platform endpoints. Today: the developer API under `/api/dev` (developer bearer
-//! token: the app registry, preflight, secrets) and the public scope catalogue at
-//! `/api/scopes`. Every handler names the principal it accepts in its extractor.
+//! The `/api` platform endpoints: the developer API under `/api/dev` (developer bearer token:
+//! the app registry, preflight, secrets), tenant tokens (organization key), the tenant side
+//! (tenant admin or user token: the catalogue, installs, integrations) and the public scope
+//! catalogue at `/api/scopes`. Every handler names the principal it accepts in its extractor.
 
 mod dev;
 mod developer;
+mod installs;
 mod secrets;
+mod tenant;
+mod tenant_tokens;
 mod views;
 
 use axum::Router;
@@ -53,6 +57,22 @@ pub fn router() -> Router<HostState> {
     Router::new()
         .nest("/dev", dev)
         .route("/scopes", get(dev::scopes))
+        .route(
+            "/tenants/{tenant}/tokens",
+            post(tenant_tokens::create).get(tenant_tokens::list),
+        )
+        .route(
+            "/tenants/{tenant}/tokens/{id}",
+            axum::routing::delete(tenant_tokens::revoke),
+        )
+        .route("/tenant/me", get(tenant_tokens::me))
+        .route("/apps", get(installs::catalogue))
+        .route("/installs", get(installs::list))
+        .route("/installs/{app}", get(installs::show))
+        .route("/installs/{app}/activate", post(installs::activate))
+        .route("/installs/{app}/deactivate", post(installs::deactivate))
+        .route("/integrations", get(installs::list_integrations))
+        .route("/integrations/{provider}", put(installs::put_integration))
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))
         })

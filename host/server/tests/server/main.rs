@@ -4,9 +4,11 @@
 mod batches;
 mod chat;
 mod embeddings;
+mod host;
 mod openai_client;
 mod rag;
 mod registry;
+mod tenants;
 mod v1;
 
 use std::sync::Arc;

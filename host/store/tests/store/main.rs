@@ -2,6 +2,8 @@
 //! runs against each backend available.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod tenant_tokens;
+
 use atrium_store::{Store, StoreError, UsageRecord};
 
 /// The stores to test: a fresh SQLite file, and the test PostgreSQL database if configured.

@@ -6,6 +6,7 @@
 //! tests send it); each area's tests are a module of their own.
 
 mod bundles;
+mod installs;
 mod preflight;
 mod s3;
 mod secrets;
@@ -24,16 +25,24 @@ use atrium_store::{Developer, NewDeveloper, Store};
 use reqwest::StatusCode;
 use serde_json::Value;
 
+pub(super) use crate::host::{Body, code, message};
 use crate::{state, unique};
 
-/// A host serving on a free port, with its registry under a data directory of its own.
+/// A host serving on a free port (the shared [`crate::host::Host`], which requests go to
+/// through `Deref`), with its registry under a data directory of its own.
 pub(super) struct Host {
-    base: String,
+    http: crate::host::Host,
     store: Store,
     data: tempfile::TempDir,
     issuer: TokenIssuer,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::ops::Deref for Host {
+    type Target = crate::host::Host;
+
+    fn deref(&self) -> &crate::host::Host {
+        &self.http
+    }
 }
 
 impl Host {
@@ -52,31 +61,17 @@ impl Host {
         let issuer = TokenIssuer::load_or_create(dir, None).unwrap();
         let identity = Identity::new(TokenIssuer::load_or_create(dir, None).unwrap(), None);
         let state = state(store, vec![]).with_registry(registry, identity);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            atrium_server::serve(listener, state, async {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-        });
         Host {
-            base,
+            http: crate::host::Host::start(state).await,
             store: store.clone(),
             data,
             issuer,
-            stop: Some(stop),
-            task,
         }
     }
 
-    pub(super) async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = tokio::time::timeout(Duration::from_secs(10), &mut self.task).await;
+    /// Stops the host; its data directory goes after it.
+    pub(super) async fn stop(self) {
+        self.http.stop().await;
     }
 
     /// The host's data directory: its keys, artifacts and unpacked bundles.
@@ -102,51 +97,6 @@ impl Host {
             .issue(&developer.id, &developer.email, Duration::from_secs(3600))
             .unwrap();
         (developer, token)
-    }
-
-    /// Sends a request; the status and the JSON body (or the text as a JSON string).
-    pub(super) async fn send(
-        &self,
-        method: &str,
-        path: &str,
-        token: Option<&str>,
-        body: Body,
-    ) -> (StatusCode, Value) {
-        let client = reqwest::Client::new();
-        let mut request = client.request(method.parse().unwrap(), format!("{}{path}", self.base));
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        request = match body {
-            Body::None => request,
-            Body::Json(value) => request.json(&value),
-            Body::Raw(content_type, bytes) => {
-                request.header("content-type", content_type).body(bytes)
-            }
-        };
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    pub(super) async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
-        self.send("GET", path, Some(token), Body::None).await
-    }
-
-    pub(super) async fn post(&self, path: &str, token: &str, body: Body) -> (StatusCode, Value) {
-        self.send("POST", path, Some(token), body).await
-    }
-
-    pub(super) async fn put(&self, path: &str, token: &str, body: Body) -> (StatusCode, Value) {
-        self.send("PUT", path, Some(token), body).await
-    }
-
-    pub(super) async fn delete(&self, path: &str, token: &str) -> (StatusCode, Value) {
-        self.send("DELETE", path, Some(token), Body::None).await
     }
 
     pub(super) async fn register(
@@ -232,12 +182,6 @@ fn component_cache() -> PathBuf {
         .join("test-component-cache")
 }
 
-pub(super) enum Body {
-    None,
-    Json(Value),
-    Raw(String, Vec<u8>),
-}
-
 /// A multipart part: name, file name, bytes.
 pub(super) type Part<'a> = (&'a str, Option<&'a str>, &'a [u8]);
 
@@ -278,20 +222,6 @@ pub(super) fn slug(name: &str) -> String {
         .rev()
         .collect();
     format!("{name}-{}", tail.trim_start_matches('-'))
-}
-
-/// The code of an error body.
-pub(super) fn code(body: &Value) -> &str {
-    body["error"]["code"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no error code in {body}"))
-}
-
-/// The message of an error body.
-pub(super) fn message(body: &Value) -> &str {
-    body["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no error message in {body}"))
 }
 
 pub(super) fn zip_of(files: &[(&str, &[u8])]) -> Vec<u8> {

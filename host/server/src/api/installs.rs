@@ -1,0 +1,348 @@
+//! The tenant side of the platform: the catalogue of installable apps, activation and
+//! deactivation, the tenant's installs and its integrations. Tenant admins change installs;
+//! tenant users (and admins) read them. Every query carries the caller's organization and
+//! tenant, taken from the token, never from the request.
+
+use atrium_manifest::{CrossAppDependency, InstallSetting, Manifest, RagSlot};
+use atrium_platform::registry::{ActivateRequest, TenantRef};
+use atrium_platform::scopes;
+use atrium_store::Install;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::registry;
+use super::tenant::{TenantAdmin, TenantUser};
+use super::views::time;
+use crate::{ApiError, HostState, JsonBody};
+
+/// A scope as disclosed on the install page.
+#[derive(Debug, Serialize)]
+pub struct ScopeDisclosure {
+    /// The scope.
+    pub name: String,
+    /// What it grants.
+    pub description: &'static str,
+    /// `low`, `medium` or `high`.
+    pub risk: scopes::Risk,
+}
+
+/// An app of the catalogue with everything its install page must disclose.
+#[derive(Debug, Serialize)]
+pub struct CatalogueApp {
+    /// The app_id.
+    pub slug: String,
+    /// Display name.
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Category.
+    pub category: Option<String>,
+    /// Icon.
+    pub icon: Option<String>,
+    /// The version an install gets.
+    pub version: String,
+    /// Hosts the app reaches.
+    pub egress_hosts: Vec<String>,
+    /// Scopes to grant, with what each allows.
+    pub required_scopes: Vec<ScopeDisclosure>,
+    /// Integrations the tenant must have configured.
+    pub required_integrations: Vec<String>,
+    /// Apps it calls, with the routes and the reason.
+    pub cross_app_dependencies: Vec<CrossAppDependency>,
+    /// Knowledge slots to bind.
+    pub rag_slots: Vec<RagSlot>,
+    /// Settings to fill (`auto_default` ones are filled by the platform).
+    pub install_settings: Vec<InstallSetting>,
+    /// This tenant's install of it, if any: `active` or `inactive`.
+    pub installed: Option<&'static str>,
+}
+
+fn disclose(manifest: &Manifest, version: String, installed: Option<&'static str>) -> CatalogueApp {
+    CatalogueApp {
+        slug: manifest.app_id.clone(),
+        name: manifest.name.clone(),
+        description: manifest.description.clone(),
+        category: manifest.category.clone(),
+        icon: manifest.icon.clone(),
+        version,
+        egress_hosts: manifest.network.egress_hosts.clone(),
+        required_scopes: manifest
+            .required_scopes
+            .iter()
+            .map(|name| {
+                let known = scopes::find(name);
+                ScopeDisclosure {
+                    name: name.clone(),
+                    description: known.map_or("", |s| s.description),
+                    risk: known.map_or(scopes::Risk::High, |s| s.risk),
+                }
+            })
+            .collect(),
+        required_integrations: manifest.required_integrations.clone(),
+        cross_app_dependencies: manifest.cross_app_dependencies.clone(),
+        rag_slots: manifest.rag_slots.clone(),
+        install_settings: manifest.install_settings.clone(),
+        installed,
+    }
+}
+
+/// `GET /api/apps`.
+#[derive(Debug, Serialize)]
+pub struct Catalogue {
+    /// Active apps with a current version, by slug.
+    pub apps: Vec<CatalogueApp>,
+}
+
+/// The apps a tenant can install.
+pub async fn catalogue(
+    State(state): State<HostState>,
+    TenantUser(tenant): TenantUser,
+) -> Result<Json<Catalogue>, ApiError> {
+    registry(&state)?;
+    let installs = state
+        .store
+        .installs(&tenant.org_id, &tenant.tenant_id)
+        .await?;
+    let mut apps = Vec::new();
+    for (app, version) in state.store.catalogue().await? {
+        let Ok(manifest) = atrium_manifest::parse(&version.manifest_source) else {
+            tracing::warn!(app = %app.slug, version = %version.version, "a stored manifest no longer validates; left out of the catalogue");
+            continue;
+        };
+        let installed = installs
+            .iter()
+            .find(|i| i.app_slug == app.slug)
+            .map(|i| i.status.as_str());
+        apps.push(disclose(&manifest, version.version, installed));
+    }
+    Ok(Json(Catalogue { apps }))
+}
+
+/// An install as answered.
+#[derive(Debug, Serialize)]
+pub struct InstallView {
+    /// The app.
+    pub app: String,
+    /// The version it runs.
+    pub version: String,
+    /// `active` or `inactive`.
+    pub status: &'static str,
+    /// Granted scopes.
+    pub granted_scopes: Vec<String>,
+    /// Non-secret settings.
+    pub settings: Map<String, Value>,
+    /// Ids of the secret settings that have a value (values are never answered).
+    pub secret_settings: Vec<String>,
+    /// Slot name to collection name.
+    pub rag_bindings: Map<String, Value>,
+    /// `manual` or `auto`.
+    pub upgrade_policy: &'static str,
+    /// A newer version waiting for consent.
+    pub pending_version: Option<String>,
+    /// The user who activated it last.
+    pub activated_by: Option<String>,
+    /// First activation.
+    pub first_activated_at: String,
+    /// Last activation.
+    pub activated_at: String,
+    /// Last deactivation, while inactive.
+    pub deactivated_at: Option<String>,
+}
+
+async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiError> {
+    let secret_settings = state
+        .store
+        .install_secret_keys(
+            &install.org_id,
+            &install.tenant_id,
+            &install.app_slug,
+            "setting",
+        )
+        .await?;
+    Ok(InstallView {
+        app: install.app_slug,
+        version: install.version,
+        status: install.status.as_str(),
+        granted_scopes: install.granted_scopes,
+        settings: install.settings,
+        secret_settings,
+        rag_bindings: install.rag_bindings,
+        upgrade_policy: install.upgrade_policy.as_str(),
+        pending_version: install.pending_version,
+        activated_by: install.activated_by,
+        first_activated_at: time(install.first_activated_at),
+        activated_at: time(install.activated_at),
+        deactivated_at: install.deactivated_at.map(time),
+    })
+}
+
+/// `POST /api/installs/{app}/activate`.
+#[derive(Debug, Serialize)]
+pub struct ActivatedView {
+    /// The install.
+    pub install: InstallView,
+    /// Its first activation (`on_install` ran).
+    pub first_activation: bool,
+    /// Template slugs of the version, cloned for the tenant once.
+    pub templates: Vec<String>,
+}
+
+/// Activates an app for the caller's tenant: 201 on its first activation, 200 after.
+pub async fn activate(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path(app): Path<String>,
+    JsonBody(request): JsonBody<ActivateRequest>,
+) -> Result<(StatusCode, Json<ActivatedView>), ApiError> {
+    let who = TenantRef {
+        org_id: tenant.org_id.clone(),
+        tenant_id: tenant.tenant_id.clone(),
+        user_id: Some(tenant.user_id.clone()),
+    };
+    let activated = registry(&state)?.activate(&who, &app, &request).await?;
+    let status = if activated.first {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(ActivatedView {
+            install: view(&state, activated.install).await?,
+            first_activation: activated.first,
+            templates: activated.templates,
+        }),
+    ))
+}
+
+/// Deactivates an install.
+pub async fn deactivate(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path(app): Path<String>,
+) -> Result<Json<InstallView>, ApiError> {
+    let install = state
+        .store
+        .deactivate(&tenant.org_id, &tenant.tenant_id, &app)
+        .await?;
+    Ok(Json(view(&state, install).await?))
+}
+
+/// `GET /api/installs`.
+#[derive(Debug, Serialize)]
+pub struct InstallList {
+    /// The tenant's installs, by app.
+    pub installs: Vec<InstallView>,
+}
+
+/// The caller's tenant's installs.
+pub async fn list(
+    State(state): State<HostState>,
+    TenantUser(tenant): TenantUser,
+) -> Result<Json<InstallList>, ApiError> {
+    let mut installs = Vec::new();
+    for install in state
+        .store
+        .installs(&tenant.org_id, &tenant.tenant_id)
+        .await?
+    {
+        installs.push(view(&state, install).await?);
+    }
+    Ok(Json(InstallList { installs }))
+}
+
+/// One install of the caller's tenant.
+pub async fn show(
+    State(state): State<HostState>,
+    TenantUser(tenant): TenantUser,
+    Path(app): Path<String>,
+) -> Result<Json<InstallView>, ApiError> {
+    let install = state
+        .store
+        .install(&tenant.org_id, &tenant.tenant_id, &app)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("this tenant has no install of `{app}`")))?;
+    Ok(Json(view(&state, install).await?))
+}
+
+/// `PUT /api/integrations/{provider}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutIntegration {
+    /// The provider's configuration (for a mail provider, `primary_email`).
+    #[serde(default)]
+    pub config: Map<String, Value>,
+}
+
+/// An integration as answered: its provider and the names of its configuration fields.
+#[derive(Debug, Serialize)]
+pub struct IntegrationView {
+    /// The provider slug.
+    pub provider: String,
+    /// The configuration's field names (values may be credentials and are not answered).
+    pub fields: Vec<String>,
+}
+
+/// `GET /api/integrations`.
+#[derive(Debug, Serialize)]
+pub struct IntegrationList {
+    /// By provider.
+    pub integrations: Vec<IntegrationView>,
+}
+
+/// Configures one of the tenant's integrations: 201 when new, 200 when replaced.
+pub async fn put_integration(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path(provider): Path<String>,
+    JsonBody(body): JsonBody<PutIntegration>,
+) -> Result<(StatusCode, Json<IntegrationView>), ApiError> {
+    if !atrium_manifest::rules::is_app_slug_chars(&provider) || provider.len() > 64 {
+        return Err(ApiError::bad_request(
+            format!("`{provider}` is not a provider slug: lowercase letters, digits and hyphens"),
+            Some("provider"),
+        ));
+    }
+    let created = state
+        .store
+        .put_integration(&tenant.org_id, &tenant.tenant_id, &provider, &body.config)
+        .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(IntegrationView {
+            provider,
+            fields: body.config.keys().cloned().collect(),
+        }),
+    ))
+}
+
+/// The tenant's integrations.
+pub async fn list_integrations(
+    State(state): State<HostState>,
+    TenantUser(tenant): TenantUser,
+) -> Result<Json<IntegrationList>, ApiError> {
+    let integrations = state
+        .store
+        .integrations(&tenant.org_id, &tenant.tenant_id)
+        .await?;
+    Ok(Json(IntegrationList {
+        integrations: integrations
+            .into_iter()
+            .map(|(provider, config)| IntegrationView {
+                provider,
+                fields: config
+                    .as_object()
+                    .map(|c| c.keys().cloned().collect())
+                    .unwrap_or_default(),
+            })
+            .collect(),
+    }))
+}

@@ -1,0 +1,478 @@
+//! Installs: a tenant's activation of an app version, with the scopes it granted, its
+//! settings, its knowledge bindings and its upgrade policy; the sealed values of an install;
+//! the tenant's integrations; cross-app grants; cloned document templates.
+//!
+//! An activation is written in one transaction: the install row, its sealed settings, the
+//! grants of its cross-app dependencies (merged, never weakened) and the templates cloned once
+//! per (tenant, slug). Every query names the organization and the tenant.
+
+use serde_json::{Map, Value};
+use sqlx::Row;
+
+use crate::{Result, Store, StoreError, now_millis, on_pool};
+
+/// Whether an install runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstallStatus {
+    /// Activated: the app is called.
+    Active,
+    /// Deactivated: kept with its settings for a later re-activation, never called.
+    Inactive,
+}
+
+impl InstallStatus {
+    /// The name used in the API and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstallStatus::Active => "active",
+            InstallStatus::Inactive => "inactive",
+        }
+    }
+}
+
+/// How an install follows newly promoted versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpgradePolicy {
+    /// Stays on its version until the tenant upgrades.
+    Manual,
+    /// Moves to each newly promoted version, unless it adds scopes (then waits for consent).
+    Auto,
+}
+
+impl UpgradePolicy {
+    /// The name used in the API and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpgradePolicy::Manual => "manual",
+            UpgradePolicy::Auto => "auto",
+        }
+    }
+
+    /// The policy called `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "manual" => Some(UpgradePolicy::Manual),
+            "auto" => Some(UpgradePolicy::Auto),
+            _ => None,
+        }
+    }
+}
+
+/// An install.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Install {
+    /// The organization.
+    pub org_id: String,
+    /// The tenant.
+    pub tenant_id: String,
+    /// The app.
+    pub app_slug: String,
+    /// The version it runs.
+    pub version: String,
+    /// Active or inactive.
+    pub status: InstallStatus,
+    /// The scopes the tenant granted.
+    pub granted_scopes: Vec<String>,
+    /// Non-secret settings by id.
+    pub settings: Map<String, Value>,
+    /// Knowledge slot name to the tenant's collection name.
+    pub rag_bindings: Map<String, Value>,
+    /// Manual or auto.
+    pub upgrade_policy: UpgradePolicy,
+    /// A promoted version an auto install waits on (it adds scopes).
+    pub pending_version: Option<String>,
+    /// The user who activated it last.
+    pub activated_by: Option<String>,
+    /// First activation, ms since the epoch.
+    pub first_activated_at: i64,
+    /// Last activation.
+    pub activated_at: i64,
+    /// Last deactivation, while inactive.
+    pub deactivated_at: Option<i64>,
+    /// Last change.
+    pub updated_at: i64,
+}
+
+/// A cross-app grant to create or widen at activation.
+#[derive(Debug, Clone)]
+pub struct NewGrant {
+    /// The calling app (the one being activated).
+    pub caller_app: String,
+    /// The app it depends on.
+    pub callee_app: String,
+    /// Agents (or `__route__`) the grant admits; merged with what exists.
+    pub allowed_agents: Vec<String>,
+}
+
+/// A template default to clone into the tenant's templates when the slug is free.
+#[derive(Debug, Clone)]
+pub struct NewTemplate {
+    /// The template's slug.
+    pub slug: String,
+    /// Its JSON.
+    pub body: String,
+}
+
+/// Everything an activation writes.
+#[derive(Debug, Clone)]
+pub struct Activation<'a> {
+    /// The organization.
+    pub org_id: &'a str,
+    /// The tenant.
+    pub tenant_id: &'a str,
+    /// The app.
+    pub app_slug: &'a str,
+    /// The version.
+    pub version: &'a str,
+    /// Granted scopes.
+    pub granted_scopes: &'a [String],
+    /// Non-secret settings.
+    pub settings: &'a Map<String, Value>,
+    /// Secret settings, sealed: (id, sealed text).
+    pub sealed_settings: &'a [(String, String)],
+    /// Slot bindings.
+    pub rag_bindings: &'a Map<String, Value>,
+    /// Upgrade policy.
+    pub upgrade_policy: UpgradePolicy,
+    /// The activating user.
+    pub activated_by: Option<&'a str>,
+    /// Grants of the declared dependencies.
+    pub grants: &'a [NewGrant],
+    /// Template defaults to clone.
+    pub templates: &'a [NewTemplate],
+}
+
+const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, granted_scopes, settings, \
+     rag_bindings, upgrade_policy, pending_version, activated_by, first_activated_at, \
+     activated_at, deactivated_at, updated_at";
+
+fn json_list(text: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Invalid(format!("a stored list is not JSON: {e}")))
+}
+
+fn json_object(text: &str) -> Result<Map<String, Value>> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Invalid(format!("a stored object is not JSON: {e}")))
+}
+
+fn install_from<R: Row>(row: &R) -> Result<Install>
+where
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    let status: String = row.try_get("status")?;
+    let policy: String = row.try_get("upgrade_policy")?;
+    let scopes: String = row.try_get("granted_scopes")?;
+    let settings: String = row.try_get("settings")?;
+    let bindings: String = row.try_get("rag_bindings")?;
+    Ok(Install {
+        org_id: row.try_get("org_id")?,
+        tenant_id: row.try_get("tenant_id")?,
+        app_slug: row.try_get("app_slug")?,
+        version: row.try_get("version")?,
+        status: if status == "active" {
+            InstallStatus::Active
+        } else {
+            InstallStatus::Inactive
+        },
+        granted_scopes: json_list(&scopes)?,
+        settings: json_object(&settings)?,
+        rag_bindings: json_object(&bindings)?,
+        upgrade_policy: UpgradePolicy::parse(&policy).unwrap_or(UpgradePolicy::Manual),
+        pending_version: row.try_get("pending_version")?,
+        activated_by: row.try_get("activated_by")?,
+        first_activated_at: row.try_get("first_activated_at")?,
+        activated_at: row.try_get("activated_at")?,
+        deactivated_at: row.try_get("deactivated_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::Invalid(format!("cannot encode a value as JSON: {e}")))
+}
+
+impl Store {
+    /// Writes an activation (see the module docs). Returns the install and whether this was
+    /// its first activation ever (`on_install` fires then only).
+    pub async fn activate(&self, a: &Activation<'_>) -> Result<(Install, bool)> {
+        crate::check_tenant_id(a.tenant_id)?;
+        self.ensure_tenant(a.org_id, a.tenant_id).await?;
+        let now = now_millis();
+        let scopes = to_json(&a.granted_scopes)?;
+        let settings = to_json(a.settings)?;
+        let bindings = to_json(a.rag_bindings)?;
+        let first = on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let existed = sqlx::query(
+                "SELECT 1 FROM installs WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3",
+            )
+            .bind(a.org_id).bind(a.tenant_id).bind(a.app_slug)
+            .fetch_optional(&mut *tx).await?.is_some();
+            sqlx::query(&format!(
+                "INSERT INTO installs ({COLUMNS}) VALUES \
+                 ($1, $2, $3, $4, 'active', $5, $6, $7, $8, NULL, $9, $10, $10, NULL, $10) \
+                 ON CONFLICT (org_id, tenant_id, app_slug) DO UPDATE SET \
+                   version = excluded.version, status = 'active', granted_scopes = excluded.granted_scopes, \
+                   settings = excluded.settings, rag_bindings = excluded.rag_bindings, \
+                   upgrade_policy = excluded.upgrade_policy, pending_version = NULL, \
+                   activated_by = excluded.activated_by, activated_at = excluded.activated_at, \
+                   deactivated_at = NULL, updated_at = excluded.updated_at"
+            ))
+            .bind(a.org_id).bind(a.tenant_id).bind(a.app_slug).bind(a.version)
+            .bind(&scopes).bind(&settings).bind(&bindings).bind(a.upgrade_policy.as_str())
+            .bind(a.activated_by).bind(now)
+            .execute(&mut *tx).await?;
+            for (key, sealed) in a.sealed_settings {
+                sqlx::query(
+                    "INSERT INTO install_secrets (org_id, tenant_id, app_slug, kind, key, sealed, created_at, updated_at) \
+                     VALUES ($1, $2, $3, 'setting', $4, $5, $6, $6) \
+                     ON CONFLICT (org_id, tenant_id, app_slug, kind, key) DO UPDATE SET \
+                       sealed = excluded.sealed, updated_at = excluded.updated_at",
+                )
+                .bind(a.org_id).bind(a.tenant_id).bind(a.app_slug).bind(key).bind(sealed).bind(now)
+                .execute(&mut *tx).await?;
+            }
+            for grant in a.grants {
+                let row = sqlx::query(
+                    "SELECT allowed_agents FROM grants WHERE org_id = $1 AND tenant_id = $2 AND caller_app = $3 AND callee_app = $4",
+                )
+                .bind(a.org_id).bind(a.tenant_id).bind(&grant.caller_app).bind(&grant.callee_app)
+                .fetch_optional(&mut *tx).await?;
+                let mut agents = match &row {
+                    Some(row) => json_list(&row.try_get::<String, _>("allowed_agents")?)?,
+                    None => Vec::new(),
+                };
+                for agent in &grant.allowed_agents {
+                    if !agents.contains(agent) {
+                        agents.push(agent.clone());
+                    }
+                }
+                let agents = to_json(&agents)?;
+                // Approvals are topped up, never weakened: a revoked grant is restored only by
+                // a declared dependency, which is what activating this app asks for.
+                sqlx::query(
+                    "INSERT INTO grants (org_id, tenant_id, caller_app, callee_app, allowed_agents, \
+                       caller_approved_at, callee_approved_at, revoked_at, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $6, $6) \
+                     ON CONFLICT (org_id, tenant_id, caller_app, callee_app) DO UPDATE SET \
+                       allowed_agents = excluded.allowed_agents, \
+                       caller_approved_at = COALESCE(grants.caller_approved_at, excluded.caller_approved_at), \
+                       callee_approved_at = COALESCE(grants.callee_approved_at, excluded.callee_approved_at), \
+                       revoked_at = NULL, updated_at = excluded.updated_at",
+                )
+                .bind(a.org_id).bind(a.tenant_id).bind(&grant.caller_app).bind(&grant.callee_app)
+                .bind(&agents).bind(now)
+                .execute(&mut *tx).await?;
+            }
+            for template in a.templates {
+                sqlx::query(
+                    "INSERT INTO tenant_templates (org_id, tenant_id, slug, app_slug, body, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (org_id, tenant_id, slug) DO NOTHING",
+                )
+                .bind(a.org_id).bind(a.tenant_id).bind(&template.slug).bind(a.app_slug)
+                .bind(&template.body).bind(now)
+                .execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            !existed
+        });
+        let install = self
+            .install(a.org_id, a.tenant_id, a.app_slug)
+            .await?
+            .ok_or_else(|| {
+                StoreError::NotFound(format!("the install of {} vanished", a.app_slug))
+            })?;
+        Ok((install, first))
+    }
+
+    /// Deactivates an install; its settings are kept for a later activation.
+    pub async fn deactivate(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+    ) -> Result<Install> {
+        let now = now_millis();
+        let changed = on_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE installs SET status = 'inactive', deactivated_at = $1, updated_at = $1 \
+                 WHERE org_id = $2 AND tenant_id = $3 AND app_slug = $4 AND status = 'active'",
+            )
+            .bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
+            .execute(pool).await?.rows_affected()
+        });
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!(
+                "`{app_slug}` is not active for this tenant"
+            )));
+        }
+        self.install(org_id, tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("the install of {app_slug} vanished")))
+    }
+
+    /// The install of an app by a tenant.
+    pub async fn install(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+    ) -> Result<Option<Install>> {
+        on_pool!(self, pool => {
+            let row = sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM installs WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3"
+            ))
+            .bind(org_id).bind(tenant_id).bind(app_slug)
+            .fetch_optional(pool).await?;
+            row.as_ref().map(install_from).transpose()
+        })
+    }
+
+    /// The keys of an install's sealed values of one kind (`setting` or `override`).
+    pub async fn install_secret_keys(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        kind: &str,
+    ) -> Result<Vec<String>> {
+        on_pool!(self, pool => {
+            Ok(sqlx::query(
+                "SELECT key FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 ORDER BY key",
+            )
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind)
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(|row| row.try_get("key"))
+            .collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    /// A tenant's installs, by app.
+    pub async fn installs(&self, org_id: &str, tenant_id: &str) -> Result<Vec<Install>> {
+        on_pool!(self, pool => {
+            let rows = sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM installs WHERE org_id = $1 AND tenant_id = $2 ORDER BY app_slug"
+            ))
+            .bind(org_id).bind(tenant_id)
+            .fetch_all(pool).await?;
+            rows.iter().map(install_from).collect()
+        })
+    }
+
+    /// Sets (or replaces) the configuration of one of a tenant's integrations.
+    pub async fn put_integration(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        provider: &str,
+        config: &Map<String, Value>,
+    ) -> Result<bool> {
+        crate::check_tenant_id(tenant_id)?;
+        self.ensure_tenant(org_id, tenant_id).await?;
+        let now = now_millis();
+        let config = to_json(config)?;
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let existed = sqlx::query("SELECT 1 FROM tenant_integrations WHERE org_id = $1 AND tenant_id = $2 AND provider = $3")
+                .bind(org_id).bind(tenant_id).bind(provider).fetch_optional(&mut *tx).await?.is_some();
+            sqlx::query(
+                "INSERT INTO tenant_integrations (org_id, tenant_id, provider, config, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (org_id, tenant_id, provider) DO UPDATE SET \
+                   config = excluded.config, updated_at = excluded.updated_at",
+            )
+            .bind(org_id).bind(tenant_id).bind(provider).bind(&config).bind(now)
+            .execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(!existed)
+        })
+    }
+
+    /// A tenant's integrations: provider to configuration.
+    pub async fn integrations(&self, org_id: &str, tenant_id: &str) -> Result<Map<String, Value>> {
+        on_pool!(self, pool => {
+            let rows = sqlx::query("SELECT provider, config FROM tenant_integrations WHERE org_id = $1 AND tenant_id = $2 ORDER BY provider")
+                .bind(org_id).bind(tenant_id).fetch_all(pool).await?;
+            let mut out = Map::new();
+            for row in &rows {
+                let config: String = row.try_get("config")?;
+                out.insert(row.try_get("provider")?, Value::Object(json_object(&config)?));
+            }
+            Ok(out)
+        })
+    }
+
+    /// The template slugs a tenant has, with the app each was cloned from.
+    pub async fn tenant_templates(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+    ) -> Result<Vec<(String, Option<String>)>> {
+        on_pool!(self, pool => {
+            let rows = sqlx::query("SELECT slug, app_slug FROM tenant_templates WHERE org_id = $1 AND tenant_id = $2 ORDER BY slug")
+                .bind(org_id).bind(tenant_id).fetch_all(pool).await?;
+            rows.iter().map(|r| Ok((r.try_get("slug")?, r.try_get("app_slug")?))).collect()
+        })
+    }
+
+    /// The grant from `caller` to `callee` in a tenant: allowed agents and whether both sides
+    /// approved and it is not revoked.
+    pub async fn grant(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        caller: &str,
+        callee: &str,
+    ) -> Result<Option<(Vec<String>, bool)>> {
+        on_pool!(self, pool => {
+            let row = sqlx::query(
+                "SELECT allowed_agents, caller_approved_at, callee_approved_at, revoked_at FROM grants \
+                 WHERE org_id = $1 AND tenant_id = $2 AND caller_app = $3 AND callee_app = $4",
+            )
+            .bind(org_id).bind(tenant_id).bind(caller).bind(callee)
+            .fetch_optional(pool).await?;
+            match row {
+                None => Ok(None),
+                Some(row) => {
+                    let agents = json_list(&row.try_get::<String, _>("allowed_agents")?)?;
+                    let caller_at: Option<i64> = row.try_get("caller_approved_at")?;
+                    let callee_at: Option<i64> = row.try_get("callee_approved_at")?;
+                    let revoked: Option<i64> = row.try_get("revoked_at")?;
+                    Ok(Some((agents, caller_at.is_some() && callee_at.is_some() && revoked.is_none())))
+                }
+            }
+        })
+    }
+
+    /// The apps new installs can get: active apps with their current version, by slug.
+    pub async fn catalogue(&self) -> Result<Vec<(crate::App, crate::AppVersion)>> {
+        let slugs: Vec<String> = on_pool!(self, pool => {
+            sqlx::query(
+                "SELECT slug FROM apps WHERE status = 'active' AND current_version IS NOT NULL ORDER BY slug",
+            )
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(|row| row.try_get("slug"))
+            .collect::<Result<_, sqlx::Error>>()?
+        });
+        let mut out = Vec::with_capacity(slugs.len());
+        for slug in slugs {
+            let Some(app) = self.app(&slug).await? else {
+                continue;
+            };
+            let Some(current) = app.current_version.clone() else {
+                continue;
+            };
+            if let Some(version) = self.version(&slug, &current).await? {
+                out.push((app, version));
+            }
+        }
+        Ok(out)
+    }
+}
