@@ -12,6 +12,8 @@
 //!   [`files`]: writing files under a directory that no path can escape (`cap-std`).
 //! - [`sealing`]: the AEAD that encrypts secrets at rest.
 //! - [`scopes`]: the platform's scope catalogue.
+//! - [`serving`]: calling installed apps: loaded components shared across installs, and the
+//!   runtime's `Platform` over the SQL store (platform tools, secrets).
 
 pub mod archive;
 pub mod artifacts;
@@ -21,3 +23,4 @@ mod keyfile;
 pub mod registry;
 pub mod scopes;
 pub mod sealing;
+pub mod serving;

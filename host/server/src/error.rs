@@ -463,6 +463,45 @@ impl From<atrium_platform::registry::RegistryError> for ApiError {
     }
 }
 
+/// A call into an installed app: the runtime's typed error as a status. The app's own
+/// failures (a trap, a panic, a limit) are 502: the host is fine, the app is not.
+impl From<atrium_platform::serving::ServeError> for ApiError {
+    fn from(error: atrium_platform::serving::ServeError) -> Self {
+        use atrium_platform::serving::ServeError;
+        use atrium_runtime::CallError as C;
+        let call = match error {
+            ServeError::Registry(e) => return ApiError::from(e),
+            ServeError::Call(call) => call,
+        };
+        let message = call.to_string();
+        match call {
+            C::NotDeclared(_) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found_error",
+                "unknown_tool",
+                message,
+            ),
+            C::NoHandler(_) | C::NotSupported(_) => ApiError::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "server_error",
+                "no_handler",
+                message,
+            ),
+            C::ScopeDenied { needed, .. } => ApiError {
+                extra: Some(Box::new(("needed_scopes", serde_json::Value::from(needed)))),
+                ..ApiError::forbidden("scope_denied", message)
+            },
+            C::NotAgentVisible(_) => ApiError::forbidden("not_agent_visible", message),
+            C::InvalidInput(_) => ApiError::bad_request(message, None),
+            C::Deadline(_) => {
+                ApiError::server(StatusCode::GATEWAY_TIMEOUT, "deadline_exceeded", message)
+            }
+            C::Capacity(_) => ApiError::unavailable("at_capacity", message),
+            _ => ApiError::server(StatusCode::BAD_GATEWAY, "app_failed", message),
+        }
+    }
+}
+
 impl From<atrium_platform::identity::TokenError> for ApiError {
     fn from(error: atrium_platform::identity::TokenError) -> Self {
         use atrium_platform::identity::TokenError as E;

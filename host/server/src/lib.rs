@@ -54,6 +54,8 @@ pub struct HostState {
     pub retrieval: Option<std::sync::Arc<atrium_retrieval::Retrieval>>,
     /// The app registry, when the host has one (the /api/dev routes answer 503 otherwise).
     pub registry: Option<atrium_platform::registry::Registry>,
+    /// Calls into installed apps, when the host has a registry.
+    pub serving: Option<atrium_platform::serving::Serving>,
     /// How developer tokens are verified, when the host has a registry.
     pub identity: Option<std::sync::Arc<atrium_platform::identity::Identity>>,
 }
@@ -73,6 +75,7 @@ impl HostState {
             embedders: std::sync::Arc::default(),
             retrieval: None,
             registry: None,
+            serving: None,
             identity: None,
         }
     }
@@ -83,6 +86,11 @@ impl HostState {
         registry: atrium_platform::registry::Registry,
         identity: atrium_platform::identity::Identity,
     ) -> Self {
+        self.serving = Some(atrium_platform::serving::Serving::new(
+            registry.clone(),
+            registry.runtime().clone(),
+            atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
+        ));
         self.registry = Some(registry);
         self.identity = Some(std::sync::Arc::new(identity));
         self

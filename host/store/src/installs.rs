@@ -353,6 +353,25 @@ impl Store {
         })
     }
 
+    /// One sealed value of an install (`setting` or `override`).
+    pub async fn sealed_install_value(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        kind: &str,
+        key: &str,
+    ) -> Result<Option<String>> {
+        on_pool!(self, pool => {
+            let row = sqlx::query(
+                "SELECT sealed FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
+            )
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key)
+            .fetch_optional(pool).await?;
+            Ok(row.map(|r| r.try_get("sealed")).transpose()?)
+        })
+    }
+
     /// A tenant's installs, by app.
     pub async fn installs(&self, org_id: &str, tenant_id: &str) -> Result<Vec<Install>> {
         on_pool!(self, pool => {

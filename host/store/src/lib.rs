@@ -18,6 +18,7 @@ mod developers;
 mod installs;
 mod keys;
 mod rag;
+mod records;
 mod secrets;
 mod tenant_tokens;
 mod tenants;
@@ -43,6 +44,7 @@ pub use keys::{ApiKey, CreatedKey, KeyOwner};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
+pub use records::{Record, RecordScope};
 pub use secrets::SecretMeta;
 pub use tenant_tokens::{
     CreatedTenantToken, NewTenantToken, TENANT_TOKEN_PREFIX, TenantPrincipal, TenantRole,

@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 
 pub use bundle::{BUNDLE_ARCHIVE_BYTES, BUNDLE_LIMITS, BundleUpload};
 pub use errors::RegistryError;
+pub(crate) use installs::install_aad;
 pub use installs::{ActivateRequest, Activated, TenantRef};
 pub use preflight::{PreflightFile, PreflightRequest};
 
@@ -126,6 +127,16 @@ impl Registry {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// The component runtime (shared with serving).
+    pub fn runtime(&self) -> &Runtime {
+        &self.inner.runtime
+    }
+
+    /// Opens a value sealed with the host's secrets key.
+    pub(crate) fn open_sealed(&self, sealed: &[u8], aad: &[u8]) -> Result<Vec<u8>> {
+        Ok(self.inner.secrets.open(sealed, aad)?)
     }
 
     /// The app `slug` when `developer` owns it: 404 when there is none, 403 when another

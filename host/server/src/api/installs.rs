@@ -346,3 +346,44 @@ pub async fn list_integrations(
             .collect(),
     }))
 }
+
+/// `POST /api/apps/{app}/tools/{name}`.
+#[derive(Debug, Serialize)]
+pub struct ToolResult {
+    /// What the tool answered.
+    pub result: Value,
+}
+
+/// Calls a tool of the caller's tenant's install with the JSON arguments in the body.
+pub async fn call_tool(
+    State(state): State<HostState>,
+    TenantUser(tenant): TenantUser,
+    Path((app, tool)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Json<ToolResult>, ApiError> {
+    let serving = state.serving.as_ref().ok_or_else(|| {
+        ApiError::unavailable(
+            "registry_unavailable",
+            "the app registry is not configured on this host",
+        )
+    })?;
+    let args: Value = if body.is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::invalid_json(format!("the tool arguments are not JSON: {e}")))?
+    };
+    if !args.is_object() {
+        return Err(ApiError::bad_request(
+            "the tool arguments must be a JSON object",
+            None,
+        ));
+    }
+    let who = TenantRef {
+        org_id: tenant.org_id.clone(),
+        tenant_id: tenant.tenant_id.clone(),
+        user_id: Some(tenant.user_id.clone()),
+    };
+    let result = serving.call_tool(&who, &app, &tool, &args).await?;
+    Ok(Json(ToolResult { result }))
+}

@@ -67,6 +67,7 @@ pub fn router() -> Router<HostState> {
         )
         .route("/tenant/me", get(tenant_tokens::me))
         .route("/apps", get(installs::catalogue))
+        .route("/apps/{app}/tools/{name}", post(installs::call_tool))
         .route("/installs", get(installs::list))
         .route("/installs/{app}", get(installs::show))
         .route("/installs/{app}/activate", post(installs::activate))

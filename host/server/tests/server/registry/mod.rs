@@ -10,6 +10,7 @@ mod installs;
 mod preflight;
 mod s3;
 mod secrets;
+mod serving;
 mod tokens;
 mod versions;
 

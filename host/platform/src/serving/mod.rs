@@ -1,0 +1,258 @@
+//! Serving installed apps: the host loads each version's component once, shares it across
+//! every install of that version, keeps a bounded set loaded (reloading from the artifact
+//! store and the compiled cache on demand), and calls it with the install's scopes, settings
+//! and secrets through [`InstallPlatform`], the runtime's `Platform` over the SQL store.
+
+mod platform;
+mod tools;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use atrium_runtime::{App, CallError, Caller, Invocation, Runtime};
+use atrium_store::{Install, InstallStatus};
+use base64::Engine;
+use serde_json::Value;
+
+pub use platform::InstallPlatform;
+pub use tools::{PlatformTool, TOOLS};
+
+use crate::registry::{Registry, RegistryError, TenantRef};
+
+/// How many versions stay loaded by default.
+pub const DEFAULT_LOADED_VERSIONS: usize = 256;
+
+/// Why a call into an installed app did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The install, the app or its version could not be found or loaded.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The call itself failed (the runtime's typed error).
+    #[error(transparent)]
+    Call(#[from] CallError),
+}
+
+type VersionKey = (String, String);
+
+/// Serves installed apps.
+#[derive(Clone)]
+pub struct Serving {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    runtime: Runtime,
+    capacity: usize,
+    loaded: Mutex<Loaded>,
+}
+
+#[derive(Default)]
+struct Loaded {
+    apps: HashMap<VersionKey, Arc<tokio::sync::OnceCell<App>>>,
+    order: VecDeque<VersionKey>,
+}
+
+impl std::fmt::Debug for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serving")
+            .field("capacity", &self.inner.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Serving {
+    /// Serves the registry's apps with `runtime`, keeping at most `capacity` versions loaded.
+    pub fn new(registry: Registry, runtime: Runtime, capacity: usize) -> Self {
+        Serving {
+            inner: Arc::new(Inner {
+                registry,
+                runtime,
+                capacity: capacity.max(1),
+                loaded: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// How many versions are loaded now.
+    pub fn loaded(&self) -> usize {
+        self.lock().apps.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
+        self.inner
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The loaded app of a version: loaded once however many calls ask at the same time.
+    pub async fn app(&self, slug: &str, version: &str) -> Result<App, RegistryError> {
+        let key = (slug.to_owned(), version.to_owned());
+        let cell = {
+            let mut loaded = self.lock();
+            if let Some(cell) = loaded.apps.get(&key) {
+                let cell = cell.clone();
+                loaded.order.retain(|k| k != &key);
+                loaded.order.push_back(key.clone());
+                cell
+            } else {
+                let cell = Arc::new(tokio::sync::OnceCell::new());
+                loaded.apps.insert(key.clone(), cell.clone());
+                loaded.order.push_back(key.clone());
+                while loaded.apps.len() > self.inner.capacity {
+                    let Some(oldest) = loaded.order.pop_front() else {
+                        break;
+                    };
+                    loaded.apps.remove(&oldest);
+                }
+                cell
+            }
+        };
+        let result = cell
+            .get_or_try_init(|| self.load(slug, version))
+            .await
+            .cloned();
+        if result.is_err() {
+            // A failed load is not remembered: the next call tries again.
+            let mut loaded = self.lock();
+            if loaded.apps.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+                loaded.apps.remove(&key);
+                loaded.order.retain(|k| k != &key);
+            }
+        }
+        result
+    }
+
+    async fn load(&self, slug: &str, version: &str) -> Result<App, RegistryError> {
+        let registry = &self.inner.registry;
+        let stored = registry
+            .store()
+            .version(slug, version)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("version {version} of `{slug}` is not registered"))
+            })?;
+        let Some(digest) = stored.component_digest else {
+            return Err(RegistryError::NotFound(format!(
+                "`{slug}` {version} is a container-image app; this host runs components only"
+            )));
+        };
+        let manifest = atrium_manifest::parse(&stored.manifest_source)
+            .map_err(|e| RegistryError::internal("a stored manifest no longer validates", &e))?;
+        let bytes = registry.artifacts().get(&digest).await?;
+        let runtime = self.inner.runtime.clone();
+        tokio::task::spawn_blocking(move || runtime.load(&bytes, manifest))
+            .await
+            .map_err(|e| RegistryError::internal("loading the component failed", &e))?
+            .map_err(|e| RegistryError::internal("a registered component no longer loads", &e))
+    }
+
+    /// The active install of `app_slug` for the tenant, or 404.
+    pub async fn active_install(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+    ) -> Result<Install, RegistryError> {
+        self.inner
+            .registry
+            .store()
+            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?
+            .filter(|i| i.status == InstallStatus::Active)
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!(
+                    "this tenant has no active install of `{app_slug}`"
+                ))
+            })
+    }
+
+    /// The invocation for a call into an install: its scopes, its settings (secret ones
+    /// opened) and the platform of that install.
+    pub async fn invocation(
+        &self,
+        tenant: &TenantRef,
+        install: &Install,
+        caller: Caller,
+    ) -> Result<Invocation, RegistryError> {
+        let registry = &self.inner.registry;
+        let mut settings = install.settings.clone();
+        let store = registry.store();
+        for key in store
+            .install_secret_keys(
+                &tenant.org_id,
+                &tenant.tenant_id,
+                &install.app_slug,
+                "setting",
+            )
+            .await?
+        {
+            if let Some(value) = registry
+                .open_install_value(tenant, &install.app_slug, "setting", &key)
+                .await?
+            {
+                settings.insert(key, Value::String(value));
+            }
+        }
+        let platform = Arc::new(InstallPlatform::new(
+            registry.clone(),
+            tenant.clone(),
+            install.app_slug.clone(),
+        ));
+        let mut inv = Invocation::new(tenant.tenant_id.clone(), platform)
+            .with_scopes(install.granted_scopes.iter().cloned());
+        inv.settings = settings;
+        inv.caller = caller;
+        Ok(inv)
+    }
+
+    /// Calls tool `tool` of the tenant's install of `app_slug` with `args`.
+    pub async fn call_tool(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Value, ServeError> {
+        let install = self.active_install(tenant, app_slug).await?;
+        let app = self.app(app_slug, &install.version).await?;
+        let inv = self.invocation(tenant, &install, Caller::Agent).await?;
+        let result = app.call_tool(&inv, tool, &args.to_string()).await?;
+        Ok(serde_json::from_str(&result).unwrap_or(Value::String(result)))
+    }
+}
+
+impl Registry {
+    /// Opens a sealed value of an install.
+    pub async fn open_install_value(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        kind: &str,
+        key: &str,
+    ) -> Result<Option<String>, RegistryError> {
+        let Some(sealed) = self
+            .store()
+            .sealed_install_value(&tenant.org_id, &tenant.tenant_id, app_slug, kind, key)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(sealed)
+            .map_err(|e| RegistryError::internal("a sealed value is not base64", &e))?;
+        let plain = self.open_sealed(
+            &bytes,
+            &crate::registry::install_aad(tenant, app_slug, kind, key),
+        )?;
+        String::from_utf8(plain)
+            .map(Some)
+            .map_err(|e| RegistryError::internal("a sealed value is not UTF-8", &e))
+    }
+}

@@ -1,0 +1,177 @@
+//! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, over the SQL
+//! store. Platform tools and secrets are served here; rooms, agents, events and commitments
+//! come with their own issues and answer a typed refusal until then.
+
+use async_trait::async_trait;
+use atrium_manifest::sandbox::{Decision, ToolRefusal};
+use atrium_runtime::{
+    AgentCallError, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Platform,
+    RoomPost, RoomPostRequest, ToolCallError,
+};
+use atrium_store::RecordScope;
+use serde_json::Value;
+
+use super::tools::{self, TOOLS};
+use crate::registry::{Registry, TenantRef};
+
+/// The platform of one install: the tenant (of its organization) and the app are fixed when
+/// the call starts, so nothing the app sends can name another tenant or app.
+pub struct InstallPlatform {
+    registry: Registry,
+    tenant: TenantRef,
+    app_slug: String,
+}
+
+impl InstallPlatform {
+    /// The platform of `app_slug`'s install for `tenant`.
+    pub fn new(registry: Registry, tenant: TenantRef, app_slug: String) -> Self {
+        InstallPlatform {
+            registry,
+            tenant,
+            app_slug,
+        }
+    }
+
+    fn scope(&self) -> RecordScope<'_> {
+        RecordScope {
+            org_id: &self.tenant.org_id,
+            tenant_id: &self.tenant.tenant_id,
+            app_slug: &self.app_slug,
+        }
+    }
+}
+
+fn not_yet(what: &str) -> AgentCallError {
+    AgentCallError {
+        reason: format!("{what} is not available on this host yet"),
+    }
+}
+
+#[async_trait]
+impl Platform for InstallPlatform {
+    fn tool_scopes(&self, tool: &str) -> Option<Vec<String>> {
+        TOOLS
+            .iter()
+            .find(|t| t.name == tool)
+            .map(|t| t.scopes.iter().map(|s| (*s).to_owned()).collect())
+    }
+
+    async fn call_tool(
+        &self,
+        _call: &CallInfo,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolCallError> {
+        tools::records(self.registry.store(), self.scope(), tool, &args).await
+    }
+
+    async fn secret(&self, _call: &CallInfo, key: &str) -> Option<String> {
+        // The tenant's override wins over the developer's default; a failure reads as unset.
+        match self
+            .registry
+            .open_install_value(&self.tenant, &self.app_slug, "override", key)
+            .await
+        {
+            Ok(Some(value)) => return Some(value),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(app = %self.app_slug, key, error = %e, "a tenant secret override does not open");
+                return None;
+            }
+        }
+        match self.registry.open_secret(&self.app_slug, key).await {
+            Ok(value) => value,
+            Err(e) => {
+                tracing::warn!(app = %self.app_slug, key, error = %e, "a secret does not open");
+                None
+            }
+        }
+    }
+
+    async fn post_to_room(
+        &self,
+        _call: &CallInfo,
+        _post: RoomPostRequest,
+    ) -> Result<RoomPost, ToolCallError> {
+        Err(ToolCallError::from(ToolRefusal::new(
+            "rooms.post",
+            Decision::UnknownRoom,
+            "group rooms are not available on this host yet",
+        )))
+    }
+
+    async fn delegate(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<String, AgentCallError> {
+        Err(not_yet("team delegation"))
+    }
+
+    async fn invoke_app(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<String, AgentCallError> {
+        Err(not_yet("invoking another app's agent"))
+    }
+
+    async fn fetch_app(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Option<Vec<u8>>,
+    ) -> Result<FetchResponse, AgentCallError> {
+        Err(not_yet("calling another app's routes"))
+    }
+
+    async fn emit(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: Value,
+    ) -> Result<EmitResult, AgentCallError> {
+        Err(not_yet("emitting events"))
+    }
+
+    async fn ask(
+        &self,
+        _: &CallInfo,
+        _: &ChainContext,
+        _: &str,
+        _: &str,
+    ) -> Result<String, AgentCallError> {
+        Err(not_yet("asking an agent"))
+    }
+
+    async fn add_commitment(
+        &self,
+        _call: &CallInfo,
+        _commitment: Commitment,
+    ) -> Result<String, ToolCallError> {
+        Err(ToolCallError {
+            tool_name: "commitments.add".into(),
+            decision: "failed".into(),
+            message: "commitments are not available on this host yet".into(),
+            needed_scopes: Vec::new(),
+        })
+    }
+
+    fn public_callback_url(&self, _call: &CallInfo, path: &str) -> String {
+        let path = path.trim_start_matches('/');
+        format!(
+            "/api/apps/{}/public/t/{}/{path}",
+            self.app_slug, self.tenant.tenant_id
+        )
+    }
+}

@@ -1,0 +1,206 @@
+//! The platform tools apps reach through `tools.call`: a documented catalogue, each with the
+//! scopes an install must hold (docs/platform.md). Today: the app's own records.
+
+use atrium_manifest::sandbox::{Decision, ToolRefusal};
+use atrium_runtime::ToolCallError;
+use atrium_store::{Record, RecordScope, Store};
+use serde_json::{Map, Value, json};
+
+/// A platform tool.
+#[derive(Debug, Clone, Copy)]
+pub struct PlatformTool {
+    /// Its name in `tools.call`.
+    pub name: &'static str,
+    /// The scopes the install must hold.
+    pub scopes: &'static [&'static str],
+    /// What it does.
+    pub description: &'static str,
+}
+
+/// Every platform tool, by name.
+pub const TOOLS: &[PlatformTool] = &[
+    PlatformTool {
+        name: "records.delete",
+        scopes: &[],
+        description: "Deletes one of the app's records of this install by `id`.",
+    },
+    PlatformTool {
+        name: "records.get",
+        scopes: &[],
+        description: "One record by `id`, or null.",
+    },
+    PlatformTool {
+        name: "records.put",
+        scopes: &[],
+        description: "Stores `record` (an object) as a record of `record_type`; its `id` is kept or generated. Answers `{id}`.",
+    },
+    PlatformTool {
+        name: "records.query",
+        scopes: &[],
+        description: "The records of `record_type` whose top-level fields equal every other argument, oldest first (at most 1,000).",
+    },
+    PlatformTool {
+        name: "records.update",
+        scopes: &[],
+        description: "Merges `fields` into the record `id`. Answers `{ok: true}`.",
+    },
+];
+
+/// The most records one query answers.
+const MAX_QUERY: i64 = 1_000;
+
+fn refuse(tool: &str, decision: Decision, message: impl Into<String>) -> ToolCallError {
+    ToolCallError::from(ToolRefusal::new(tool, decision, message))
+}
+
+fn failed(tool: &str, error: &dyn std::fmt::Display) -> ToolCallError {
+    ToolCallError {
+        tool_name: tool.to_owned(),
+        decision: "failed".into(),
+        message: format!("the platform failed: {error}"),
+        needed_scopes: Vec::new(),
+    }
+}
+
+fn string_arg<'a>(tool: &str, args: &'a Value, key: &str) -> Result<&'a str, ToolCallError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= 200)
+        .ok_or_else(|| {
+            refuse(
+                tool,
+                Decision::InvalidArguments,
+                format!("`{key}` must be a string of 1 to 200 characters"),
+            )
+        })
+}
+
+fn record_json(record: Record) -> Value {
+    Value::Object(record.data)
+}
+
+/// Runs a records tool for the install `scope`.
+pub(crate) async fn records(
+    store: &Store,
+    scope: RecordScope<'_>,
+    tool: &str,
+    args: &Value,
+) -> Result<Value, ToolCallError> {
+    if !args.is_object() {
+        return Err(refuse(
+            tool,
+            Decision::InvalidArguments,
+            "the arguments must be a JSON object",
+        ));
+    }
+    match tool {
+        "records.put" => {
+            let record_type = string_arg(tool, args, "record_type")?;
+            let Some(Value::Object(record)) = args.get("record") else {
+                return Err(refuse(
+                    tool,
+                    Decision::InvalidArguments,
+                    "`record` must be a JSON object",
+                ));
+            };
+            let mut record = record.clone();
+            let id = match record.get("id") {
+                Some(Value::String(id)) if !id.is_empty() && id.len() <= 200 => id.clone(),
+                Some(_) => {
+                    return Err(refuse(
+                        tool,
+                        Decision::InvalidArguments,
+                        "`record.id` must be a string of 1 to 200 characters",
+                    ));
+                }
+                None => {
+                    let mut bytes = [0u8; 8];
+                    getrandom::fill(&mut bytes).map_err(|e| failed(tool, &e))?;
+                    let id = format!("rec_{}", crate::keyfile::hex_encode(&bytes));
+                    record.insert("id".into(), Value::String(id.clone()));
+                    id
+                }
+            };
+            store
+                .put_record(scope, &id, record_type, &record)
+                .await
+                .map_err(|e| failed(tool, &e))?;
+            Ok(json!({"id": id}))
+        }
+        "records.get" => {
+            let id = string_arg(tool, args, "id")?;
+            let found = store
+                .record(scope, id)
+                .await
+                .map_err(|e| failed(tool, &e))?;
+            Ok(found.map_or(Value::Null, record_json))
+        }
+        "records.query" => {
+            let record_type = string_arg(tool, args, "record_type")?;
+            let filter: Map<String, Value> = args
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter(|(k, _)| *k != "record_type")
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let records = store
+                .records(scope, record_type, MAX_QUERY)
+                .await
+                .map_err(|e| failed(tool, &e))?;
+            Ok(Value::Array(
+                records
+                    .into_iter()
+                    .filter(|r| filter.iter().all(|(k, v)| r.data.get(k) == Some(v)))
+                    .map(record_json)
+                    .collect(),
+            ))
+        }
+        "records.update" => {
+            let id = string_arg(tool, args, "id")?;
+            let Some(Value::Object(fields)) = args.get("fields") else {
+                return Err(refuse(
+                    tool,
+                    Decision::InvalidArguments,
+                    "`fields` must be a JSON object",
+                ));
+            };
+            let Some(mut record) = store
+                .record(scope, id)
+                .await
+                .map_err(|e| failed(tool, &e))?
+            else {
+                return Err(refuse(
+                    tool,
+                    Decision::InvalidArguments,
+                    format!("there is no record `{id}`"),
+                ));
+            };
+            for (k, v) in fields {
+                if k != "id" {
+                    record.data.insert(k.clone(), v.clone());
+                }
+            }
+            store
+                .put_record(scope, id, &record.record_type, &record.data)
+                .await
+                .map_err(|e| failed(tool, &e))?;
+            Ok(json!({"ok": true}))
+        }
+        "records.delete" => {
+            let id = string_arg(tool, args, "id")?;
+            let deleted = store
+                .delete_record(scope, id)
+                .await
+                .map_err(|e| failed(tool, &e))?;
+            Ok(json!({"deleted": deleted}))
+        }
+        other => Err(refuse(
+            other,
+            Decision::UnknownTool,
+            format!("the platform has no tool `{other}`"),
+        )),
+    }
+}
