@@ -472,6 +472,14 @@ impl From<atrium_platform::serving::ServeError> for ApiError {
         let call = match error {
             ServeError::Registry(e) => return ApiError::from(e),
             ServeError::Call(call) => call,
+            ServeError::Hook { hook, error } => {
+                return ApiError::unprocessable(
+                    "install_hook_failed",
+                    None,
+                    format!("the app's {hook} failed, so the activation was undone: {error}"),
+                    None,
+                );
+            }
         };
         let message = call.to_string();
         match call {

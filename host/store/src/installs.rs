@@ -372,6 +372,115 @@ impl Store {
         })
     }
 
+    /// Replaces an install's settings: the plain values, and the sealed ones given (others
+    /// kept).
+    pub async fn update_install_settings(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        settings: &Map<String, Value>,
+        sealed: &[(String, String)],
+    ) -> Result<Install> {
+        let now = now_millis();
+        let text = to_json(settings)?;
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let changed = sqlx::query(
+                "UPDATE installs SET settings = $1, updated_at = $2 WHERE org_id = $3 AND tenant_id = $4 AND app_slug = $5",
+            )
+            .bind(&text).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
+            .execute(&mut *tx).await?.rows_affected();
+            if changed == 0 {
+                return Err(StoreError::NotFound(format!("this tenant has no install of `{app_slug}`")));
+            }
+            for (key, value) in sealed {
+                sqlx::query(
+                    "INSERT INTO install_secrets (org_id, tenant_id, app_slug, kind, key, sealed, created_at, updated_at) \
+                     VALUES ($1, $2, $3, 'setting', $4, $5, $6, $6) \
+                     ON CONFLICT (org_id, tenant_id, app_slug, kind, key) DO UPDATE SET \
+                       sealed = excluded.sealed, updated_at = excluded.updated_at",
+                )
+                .bind(org_id).bind(tenant_id).bind(app_slug).bind(key).bind(value).bind(now)
+                .execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+        });
+        self.install(org_id, tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("the install of {app_slug} vanished")))
+    }
+
+    /// Sets one sealed value of an install (`override` for a tenant's secret override);
+    /// `true` when it is new.
+    pub async fn put_install_value(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        kind: &str,
+        key: &str,
+        sealed: &str,
+    ) -> Result<bool> {
+        let now = now_millis();
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let existed = sqlx::query(
+                "SELECT 1 FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
+            )
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key)
+            .fetch_optional(&mut *tx).await?.is_some();
+            sqlx::query(
+                "INSERT INTO install_secrets (org_id, tenant_id, app_slug, kind, key, sealed, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+                 ON CONFLICT (org_id, tenant_id, app_slug, kind, key) DO UPDATE SET \
+                   sealed = excluded.sealed, updated_at = excluded.updated_at",
+            )
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key).bind(sealed).bind(now)
+            .execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(!existed)
+        })
+    }
+
+    /// Deletes one sealed value of an install; `false` when there was none.
+    pub async fn delete_install_value(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        kind: &str,
+        key: &str,
+    ) -> Result<bool> {
+        on_pool!(self, pool => {
+            Ok(sqlx::query(
+                "DELETE FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
+            )
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key)
+            .execute(pool).await?.rows_affected() == 1)
+        })
+    }
+
+    /// Removes an install with its sealed values and records: what a first activation whose
+    /// `on_install` failed leaves behind is nothing.
+    pub async fn remove_install(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+    ) -> Result<()> {
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            for table in ["install_secrets", "app_records", "installs"] {
+                sqlx::query(&format!("DELETE FROM {table} WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3"))
+                    .bind(org_id).bind(tenant_id).bind(app_slug)
+                    .execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
     /// A tenant's installs, by app.
     pub async fn installs(&self, org_id: &str, tenant_id: &str) -> Result<Vec<Install>> {
         on_pool!(self, pool => {

@@ -446,6 +446,133 @@ impl Registry {
         Ok(bindings)
     }
 
+    /// Changes an install's settings (given ids only; the others keep their values) with the
+    /// checks of activation; the next call sees them.
+    pub async fn update_settings(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        settings: &Map<String, Value>,
+    ) -> Result<Install> {
+        let store = &self.inner.store;
+        let install = store
+            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
+            })?;
+        let manifest = self.manifest_of(app_slug, &install.version).await?;
+        let sealed_keys = store
+            .install_secret_keys(&tenant.org_id, &tenant.tenant_id, app_slug, "setting")
+            .await?;
+        let integrations = store
+            .integrations(&tenant.org_id, &tenant.tenant_id)
+            .await?;
+        let request = ActivateRequest {
+            settings: settings.clone(),
+            ..ActivateRequest::default()
+        };
+        let checked = self.check_settings(
+            tenant,
+            app_slug,
+            &manifest,
+            &request,
+            Some(&install),
+            &sealed_keys,
+            &integrations,
+        )?;
+        Ok(store
+            .update_install_settings(
+                &tenant.org_id,
+                &tenant.tenant_id,
+                app_slug,
+                &checked.settings,
+                &checked.sealed,
+            )
+            .await?)
+    }
+
+    /// Sets the tenant's override of one of an app's secrets (it wins over the developer's
+    /// default); `true` when it is new.
+    pub async fn put_secret_override(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        key: &str,
+        value: &str,
+    ) -> Result<bool> {
+        super::secrets::check_key(key)?;
+        if value.len() > super::secrets::MAX_SECRET_BYTES {
+            return Err(RegistryError::TooLarge {
+                param: "value",
+                message: format!(
+                    "a secret value may be at most {} bytes",
+                    super::secrets::MAX_SECRET_BYTES
+                ),
+            });
+        }
+        let store = &self.inner.store;
+        store
+            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
+            })?;
+        let sealed = self.inner.secrets.seal(
+            value.as_bytes(),
+            &install_aad(tenant, app_slug, "override", key),
+        )?;
+        let sealed = base64::engine::general_purpose::STANDARD.encode(sealed);
+        Ok(store
+            .put_install_value(
+                &tenant.org_id,
+                &tenant.tenant_id,
+                app_slug,
+                "override",
+                key,
+                &sealed,
+            )
+            .await?)
+    }
+
+    /// Removes the tenant's override of a secret: the developer's default applies again.
+    pub async fn delete_secret_override(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        key: &str,
+    ) -> Result<()> {
+        super::secrets::check_key(key)?;
+        if self
+            .inner
+            .store
+            .delete_install_value(&tenant.org_id, &tenant.tenant_id, app_slug, "override", key)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(RegistryError::NotFound(format!(
+                "this tenant has no override of {key} for `{app_slug}`"
+            )))
+        }
+    }
+
+    /// The validated manifest of a stored version.
+    pub async fn manifest_of(&self, app_slug: &str, version: &str) -> Result<Manifest> {
+        let stored = self
+            .inner
+            .store
+            .version(app_slug, version)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!(
+                    "version {version} of `{app_slug}` is not registered"
+                ))
+            })?;
+        atrium_manifest::parse(&stored.manifest_source)
+            .map_err(|e| RegistryError::internal("a stored manifest no longer validates", &e))
+    }
+
     /// Deactivates an install.
     pub async fn deactivate(&self, tenant: &TenantRef, app_slug: &str) -> Result<Install> {
         Ok(self

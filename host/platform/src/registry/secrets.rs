@@ -17,7 +17,7 @@ fn associated_data(slug: &str, key: &str) -> Vec<u8> {
     format!("atrium-secret\0{slug}\0{key}").into_bytes()
 }
 
-fn check_key(key: &str) -> Result<()> {
+pub(crate) fn check_key(key: &str) -> Result<()> {
     if atrium_manifest::rules::is_secret_key(key) {
         Ok(())
     } else {

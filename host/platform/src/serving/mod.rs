@@ -31,6 +31,15 @@ pub enum ServeError {
     /// The call itself failed (the runtime's typed error).
     #[error(transparent)]
     Call(#[from] CallError),
+    /// A lifecycle hook that decides an outcome failed: `on_install` on a first activation
+    /// (the activation is undone).
+    #[error("{hook} failed: {error}")]
+    Hook {
+        /// The hook.
+        hook: &'static str,
+        /// How it failed.
+        error: CallError,
+    },
 }
 
 type VersionKey = (String, String);
@@ -225,6 +234,75 @@ impl Serving {
         let inv = self.invocation(tenant, &install, Caller::Agent).await?;
         let result = app.call_tool(&inv, tool, &args.to_string()).await?;
         Ok(serde_json::from_str(&result).unwrap_or(Value::String(result)))
+    }
+}
+
+impl Serving {
+    /// Runs `on_install` after the first activation of a component app that declares it. When
+    /// the hook fails the activation is undone (the install removed) and the error returned.
+    pub async fn after_activation(
+        &self,
+        tenant: &TenantRef,
+        install: &Install,
+        first: bool,
+    ) -> Result<(), ServeError> {
+        if !first {
+            return Ok(());
+        }
+        let Some(app) = self.hook_app(install, |m| m.lifecycle.on_install).await? else {
+            return Ok(());
+        };
+        let inv = self.invocation(tenant, install, Caller::Platform).await?;
+        if let Err(error) = app.on_install(&inv).await {
+            let store = self.inner.registry.store();
+            if let Err(e) = store
+                .remove_install(&tenant.org_id, &tenant.tenant_id, &install.app_slug)
+                .await
+            {
+                tracing::error!(app = %install.app_slug, error = %e, "undoing an activation whose on_install failed did not work");
+            }
+            return Err(ServeError::Hook {
+                hook: "on_install",
+                error,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `on_uninstall` after a deactivation; a failure is logged, the install stays
+    /// inactive.
+    pub async fn after_deactivation(
+        &self,
+        tenant: &TenantRef,
+        install: &Install,
+    ) -> Result<(), ServeError> {
+        let Some(app) = self.hook_app(install, |m| m.lifecycle.on_uninstall).await? else {
+            return Ok(());
+        };
+        let inv = self.invocation(tenant, install, Caller::Platform).await?;
+        if let Err(error) = app.on_uninstall(&inv).await {
+            tracing::warn!(app = %install.app_slug, tenant = %tenant.tenant_id, %error, "on_uninstall failed");
+        }
+        Ok(())
+    }
+
+    /// The loaded app of an install when it is a component app whose manifest sets `flag`.
+    async fn hook_app(
+        &self,
+        install: &Install,
+        flag: impl Fn(&atrium_manifest::Manifest) -> bool,
+    ) -> Result<Option<App>, RegistryError> {
+        let stored = self
+            .inner
+            .registry
+            .store()
+            .version(&install.app_slug, &install.version)
+            .await?;
+        if stored.as_ref().is_none_or(|v| v.component_digest.is_none()) {
+            return Ok(None);
+        }
+        let app = self.app(&install.app_slug, &install.version).await?;
+        Ok(flag(app.manifest()).then_some(app))
     }
 }
 

@@ -197,12 +197,11 @@ pub async fn activate(
     Path(app): Path<String>,
     JsonBody(request): JsonBody<ActivateRequest>,
 ) -> Result<(StatusCode, Json<ActivatedView>), ApiError> {
-    let who = TenantRef {
-        org_id: tenant.org_id.clone(),
-        tenant_id: tenant.tenant_id.clone(),
-        user_id: Some(tenant.user_id.clone()),
-    };
+    let who = who(&tenant);
     let activated = registry(&state)?.activate(&who, &app, &request).await?;
+    serving(&state)?
+        .after_activation(&who, &activated.install, activated.first)
+        .await?;
     let status = if activated.first {
         StatusCode::CREATED
     } else {
@@ -227,6 +226,9 @@ pub async fn deactivate(
     let install = state
         .store
         .deactivate(&tenant.org_id, &tenant.tenant_id, &app)
+        .await?;
+    serving(&state)?
+        .after_deactivation(&who(&tenant), &install)
         .await?;
     Ok(Json(view(&state, install).await?))
 }
@@ -379,11 +381,93 @@ pub async fn call_tool(
             None,
         ));
     }
-    let who = TenantRef {
+    let result = serving.call_tool(&who(&tenant), &app, &tool, &args).await?;
+    Ok(Json(ToolResult { result }))
+}
+
+/// The tenant reference of a tenant principal.
+fn who(tenant: &atrium_store::TenantPrincipal) -> TenantRef {
+    TenantRef {
         org_id: tenant.org_id.clone(),
         tenant_id: tenant.tenant_id.clone(),
         user_id: Some(tenant.user_id.clone()),
+    }
+}
+
+/// Serving, or 503 when this host runs without a registry.
+fn serving(state: &HostState) -> Result<&atrium_platform::serving::Serving, ApiError> {
+    state.serving.as_ref().ok_or_else(|| {
+        ApiError::unavailable(
+            "registry_unavailable",
+            "the app registry is not configured on this host",
+        )
+    })
+}
+
+/// `PATCH /api/installs/{app}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchInstall {
+    /// Setting values by id; ids not given keep their values.
+    pub settings: Map<String, Value>,
+}
+
+/// Changes an install's settings; the next call sees them.
+pub async fn patch(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path(app): Path<String>,
+    JsonBody(body): JsonBody<PatchInstall>,
+) -> Result<Json<InstallView>, ApiError> {
+    let install = registry(&state)?
+        .update_settings(&who(&tenant), &app, &body.settings)
+        .await?;
+    Ok(Json(view(&state, install).await?))
+}
+
+/// `PUT /api/installs/{app}/secrets/{key}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutOverride {
+    /// The value, stored sealed, never answered.
+    pub value: String,
+}
+
+/// The answer about a secret override (never its value).
+#[derive(Debug, Serialize)]
+pub struct OverrideView {
+    /// The app.
+    pub app: String,
+    /// The key.
+    pub key: String,
+}
+
+/// Sets the tenant's override of an app secret: 201 when new, 200 when replaced.
+pub async fn put_override(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((app, key)): Path<(String, String)>,
+    JsonBody(body): JsonBody<PutOverride>,
+) -> Result<(StatusCode, Json<OverrideView>), ApiError> {
+    let created = registry(&state)?
+        .put_secret_override(&who(&tenant), &app, &key, &body.value)
+        .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
     };
-    let result = serving.call_tool(&who, &app, &tool, &args).await?;
-    Ok(Json(ToolResult { result }))
+    Ok((status, Json(OverrideView { app, key })))
+}
+
+/// Removes the tenant's override: 204.
+pub async fn delete_override(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((app, key)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    registry(&state)?
+        .delete_secret_override(&who(&tenant), &app, &key)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
 }

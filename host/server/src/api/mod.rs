@@ -69,7 +69,14 @@ pub fn router() -> Router<HostState> {
         .route("/apps", get(installs::catalogue))
         .route("/apps/{app}/tools/{name}", post(installs::call_tool))
         .route("/installs", get(installs::list))
-        .route("/installs/{app}", get(installs::show))
+        .route(
+            "/installs/{app}",
+            get(installs::show).patch(installs::patch),
+        )
+        .route(
+            "/installs/{app}/secrets/{key}",
+            put(installs::put_override).delete(installs::delete_override),
+        )
         .route("/installs/{app}/activate", post(installs::activate))
         .route("/installs/{app}/deactivate", post(installs::deactivate))
         .route("/integrations", get(installs::list_integrations))

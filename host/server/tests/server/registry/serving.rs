@@ -154,6 +154,72 @@ async fn tools_run_with_the_install_and_fail_alone() {
         assert_eq!(status, StatusCode::OK, "{body}");
         assert!(body["result"]["err"].is_object(), "{body}");
 
+        // The tenant's override of a secret wins over the developer's default, until removed.
+        let override_path = format!("/api/installs/{app}/secrets/API_KEY");
+        let (status, _) = host
+            .put(&override_path, &user, Body::Json(json!({"value": "x"})))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, body) = host
+            .put(
+                &override_path,
+                &admin,
+                Body::Json(json!({"value": "tenant-override"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert!(!body.to_string().contains("tenant-override"), "{body}");
+        let (_, body) = call("platform", json!({"op": "secret", "key": "API_KEY"}), &user).await;
+        assert_eq!(body["result"]["ok"], "tenant-override", "{body}");
+        let (status, _) = host
+            .put(
+                &format!("/api/installs/{app}/secrets/api-key"),
+                &admin,
+                Body::Json(json!({"value": "x"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        let (status, _) = host.delete(&override_path, &admin).await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        let (_, body) = call("platform", json!({"op": "secret", "key": "API_KEY"}), &user).await;
+        assert_eq!(body["result"]["ok"], "developer-default", "{body}");
+        let (status, _) = host.delete(&override_path, &admin).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+
+        // Settings changed without a restart: the next call sees them.
+        let install_path = format!("/api/installs/{app}");
+        let (status, body) = host
+            .send(
+                "PATCH",
+                &install_path,
+                Some(&admin),
+                Body::Json(json!({"settings": {"greeting": "bonjour"}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (_, body) = call("platform", json!({"op": "config_all"}), &user).await;
+        assert_eq!(body["result"]["ok"]["greeting"], "bonjour", "{body}");
+        assert_eq!(body["result"]["ok"]["token"], "s3cret", "{body}");
+        let (status, body) = host
+            .send(
+                "PATCH",
+                &install_path,
+                Some(&admin),
+                Body::Json(json!({"settings": {"greeting": 5}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(code(&body), "invalid_settings");
+        let (status, _) = host
+            .send(
+                "PATCH",
+                &install_path,
+                Some(&user),
+                Body::Json(json!({"settings": {}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+
         // Hostile calls fail alone, each with its status; the app keeps answering.
         let (status, body) = call("trap", json!({}), &user).await;
         assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
@@ -225,4 +291,143 @@ async fn tools_run_with_the_install_and_fail_alone() {
         host.stop().await;
         drop(dir);
     }
+}
+
+/// The invoices example, under fresh slugs: its `on_install` refuses an empty company name, and
+/// a first activation whose hook fails is undone.
+#[tokio::test]
+async fn a_failing_on_install_undoes_the_first_activation() {
+    let component = std::fs::read(atrium_test_artifacts::INVOICES).unwrap();
+    let (store, _dir) = stores().await.remove(0);
+    let host = Host::start(&store).await;
+    let (_, dev) = host.sign_up("ada", true).await;
+    let (desk, ledger) = (slug("desk"), slug("ledger"));
+    let text = std::fs::read_to_string(atrium_test_artifacts::INVOICES_MANIFEST)
+        .unwrap()
+        .replace("app_id: invoice-desk", &format!("app_id: {desk}"))
+        .replace("app_id: ledger", &format!("app_id: {ledger}"));
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("version: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    for (app, parts) in [
+        (
+            &ledger,
+            vec![(
+                "manifest",
+                None,
+                super::manifest(&ledger, "1.0.0", "").into_bytes(),
+            )],
+        ),
+        (
+            &desk,
+            vec![
+                ("manifest", None, text.clone().into_bytes()),
+                ("component", None, component.clone()),
+            ],
+        ),
+    ] {
+        let parts: Vec<super::Part<'_>> = parts
+            .iter()
+            .map(|(n, f, b)| (*n, *f, b.as_slice()))
+            .collect();
+        let (status, body) = host.register(app, &dev, &parts).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let v = if app == &desk {
+            version.as_str()
+        } else {
+            "1.0.0"
+        };
+        let (status, body) = host
+            .post(
+                &format!("/api/dev/apps/{app}/versions/{v}/promote"),
+                &dev,
+                Body::None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
+    let (_, created) = host
+        .post(
+            "/api/tenants/shop/tokens",
+            &acme.secret,
+            Body::Json(json!({"role": "admin"})),
+        )
+        .await;
+    let admin = created["token"].as_str().unwrap().to_owned();
+    host.put(
+        "/api/integrations/gmail",
+        &admin,
+        Body::Json(json!({"config": {"primary_email": "a@shop.example"}})),
+    )
+    .await;
+    host.post(
+        &format!("/api/installs/{ledger}/activate"),
+        &admin,
+        Body::Json(json!({})),
+    )
+    .await;
+    store
+        .create_collection(&acme.org_id, "shop", "contracts", "lexical", "lexical-v1")
+        .await
+        .unwrap();
+    let scopes = json!(["invoices.read", "invoices.write", "mail.send"]);
+    let (status, body) = host
+        .post(
+            &format!("/api/installs/{desk}/activate"),
+            &admin,
+            Body::Json(json!({"granted_scopes": scopes, "settings": {"company_name": "   "}, "rag_bindings": {"contracts": "contracts"}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(code(&body), "install_hook_failed");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("company_name"),
+        "{body}"
+    );
+    let (status, _) = host.get(&format!("/api/installs/{desk}"), &admin).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "the refused activation left no install"
+    );
+
+    let (status, body) = host
+        .post(
+            &format!("/api/installs/{desk}/activate"),
+            &admin,
+            Body::Json(json!({"granted_scopes": scopes, "settings": {"company_name": "Acme"}, "rag_bindings": {"contracts": "contracts"}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["first_activation"], true);
+    let (status, body) = host
+        .post(
+            &format!("/api/apps/{desk}/tools/list_invoices"),
+            &admin,
+            Body::Json(json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["invoices"], json!([]), "{body}");
+    assert_eq!(body["result"]["currency"], "EUR", "{body}");
+    let (status, body) = host
+        .post(
+            &format!("/api/installs/{desk}/deactivate"),
+            &admin,
+            Body::None,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "on_uninstall runs and the install is inactive: {body}"
+    );
+    host.stop().await;
 }
