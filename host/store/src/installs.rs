@@ -481,6 +481,61 @@ impl Store {
         Ok(())
     }
 
+    /// Every install of an app, across tenants and organizations: for the platform's own
+    /// upgrade work, never answered to a tenant.
+    pub async fn installs_of_app(&self, app_slug: &str) -> Result<Vec<Install>> {
+        on_pool!(self, pool => {
+            let rows = sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM installs WHERE app_slug = $1 ORDER BY org_id, tenant_id"
+            ))
+            .bind(app_slug)
+            .fetch_all(pool).await?;
+            rows.iter().map(install_from).collect()
+        })
+    }
+
+    /// Moves an install to `version` (with `granted_scopes` when the upgrade widened them) and
+    /// clears its pending version.
+    pub async fn upgrade_install(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        version: &str,
+        granted_scopes: &[String],
+    ) -> Result<()> {
+        let now = now_millis();
+        let scopes = to_json(&granted_scopes)?;
+        on_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE installs SET version = $1, granted_scopes = $2, pending_version = NULL, updated_at = $3 \
+                 WHERE org_id = $4 AND tenant_id = $5 AND app_slug = $6",
+            )
+            .bind(version).bind(&scopes).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
+            .execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Marks a newer version as waiting for the tenant's consent.
+    pub async fn set_pending_version(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        version: &str,
+    ) -> Result<()> {
+        let now = now_millis();
+        on_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE installs SET pending_version = $1, updated_at = $2 WHERE org_id = $3 AND tenant_id = $4 AND app_slug = $5",
+            )
+            .bind(version).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
+            .execute(pool).await?;
+        });
+        Ok(())
+    }
+
     /// A tenant's installs, by app.
     pub async fn installs(&self, org_id: &str, tenant_id: &str) -> Result<Vec<Install>> {
         on_pool!(self, pool => {

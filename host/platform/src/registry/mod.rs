@@ -12,6 +12,7 @@ mod errors;
 mod installs;
 mod preflight;
 mod secrets;
+mod upgrades;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ pub use errors::RegistryError;
 pub(crate) use installs::install_aad;
 pub use installs::{ActivateRequest, Activated, TenantRef};
 pub use preflight::{PreflightFile, PreflightRequest};
+pub use upgrades::{ForcedUpgrade, UpgradeOutcome};
 
 use crate::artifacts::{self, Artifacts};
 use crate::sealing::SecretsKey;
@@ -288,7 +290,13 @@ impl Registry {
                 developer.login
             )));
         }
-        Ok(self.inner.store.promote_version(slug, version).await?)
+        let app = self.inner.store.promote_version(slug, version).await?;
+        // Promotion is done; moving the auto-upgrading installs follows it (a failure is
+        // logged: the installs stay where they are and the next promotion tries again).
+        if let Err(e) = self.auto_upgrade(slug, version).await {
+            tracing::warn!(app = slug, version, error = %e, "auto-upgrading installs failed");
+        }
+        Ok(app)
     }
 
     /// Archives an app.

@@ -308,3 +308,23 @@ pub async fn archive(
         app: AppView::from(&app),
     }))
 }
+
+/// `POST /api/dev/apps/{slug}/upgrade`.
+#[derive(Debug, serde::Serialize)]
+pub struct UpgradeRun {
+    /// What happened to each install.
+    pub installs: Vec<atrium_platform::registry::UpgradeOutcome>,
+}
+
+/// The developer forces installs of their app to a version, bypassing their upgrade policy.
+pub async fn force_upgrade(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path(slug): Path<String>,
+    JsonBody(request): JsonBody<atrium_platform::registry::ForcedUpgrade>,
+) -> Result<Json<UpgradeRun>, ApiError> {
+    let installs = registry(&state)?
+        .force_upgrade(&dev, &slug, &request)
+        .await?;
+    Ok(Json(UpgradeRun { installs }))
+}

@@ -471,3 +471,33 @@ pub async fn delete_override(
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// `POST /api/installs/{app}/upgrade`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpgradeRequest {
+    /// The scopes granted now (consent to what the new version adds); omitted keeps them.
+    #[serde(default)]
+    pub granted_scopes: Option<Vec<String>>,
+    /// The version (default: the pending version, else the app's current one).
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+/// The tenant upgrades its install, consenting to new scopes: activation's checks on the new
+/// version.
+pub async fn upgrade(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path(app): Path<String>,
+    JsonBody(body): JsonBody<UpgradeRequest>,
+) -> Result<Json<ActivatedView>, ApiError> {
+    let activated = registry(&state)?
+        .upgrade(&who(&tenant), &app, body.granted_scopes, body.version)
+        .await?;
+    Ok(Json(ActivatedView {
+        install: view(&state, activated.install).await?,
+        first_activation: activated.first,
+        templates: activated.templates,
+    }))
+}

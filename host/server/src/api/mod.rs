@@ -6,6 +6,7 @@
 mod dev;
 mod developer;
 mod installs;
+mod routes;
 mod secrets;
 mod tenant;
 mod tenant_tokens;
@@ -49,6 +50,7 @@ pub fn router() -> Router<HostState> {
             post(dev::promote),
         )
         .route("/apps/{slug}/archive", post(dev::archive))
+        .route("/apps/{slug}/upgrade", post(dev::force_upgrade))
         .route("/apps/{slug}/secrets", get(secrets::list))
         .route(
             "/apps/{slug}/secrets/{key}",
@@ -68,6 +70,18 @@ pub fn router() -> Router<HostState> {
         .route("/tenant/me", get(tenant_tokens::me))
         .route("/apps", get(installs::catalogue))
         .route("/apps/{app}/tools/{name}", post(installs::call_tool))
+        .route(
+            "/apps/{app}/routes/{*path}",
+            axum::routing::any(routes::session).layer(DefaultBodyLimit::max(
+                atrium_platform::serving::routes::MAX_BODY_BYTES,
+            )),
+        )
+        .route(
+            "/apps/{app}/public/t/{tenant}/{*path}",
+            axum::routing::any(routes::public).layer(DefaultBodyLimit::max(
+                atrium_platform::serving::routes::MAX_BODY_BYTES,
+            )),
+        )
         .route("/installs", get(installs::list))
         .route(
             "/installs/{app}",
@@ -79,6 +93,7 @@ pub fn router() -> Router<HostState> {
         )
         .route("/installs/{app}/activate", post(installs::activate))
         .route("/installs/{app}/deactivate", post(installs::deactivate))
+        .route("/installs/{app}/upgrade", post(installs::upgrade))
         .route("/integrations", get(installs::list_integrations))
         .route("/integrations/{provider}", put(installs::put_integration))
         .fallback(|uri: axum::http::Uri| async move {

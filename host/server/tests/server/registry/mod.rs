@@ -12,6 +12,7 @@ mod s3;
 mod secrets;
 mod serving;
 mod tokens;
+mod upgrades;
 mod versions;
 
 use std::io::Write;
@@ -82,6 +83,16 @@ impl Host {
 
     /// A new developer account (its login `login` made unique) and a token of this host for it.
     pub(super) async fn sign_up(&self, login: &str, publish: bool) -> (Developer, String) {
+        self.sign_up_in(login, publish, None).await
+    }
+
+    /// The same, with a dev tenant (an organization id and a tenant).
+    pub(super) async fn sign_up_in(
+        &self,
+        login: &str,
+        publish: bool,
+        dev_tenant: Option<(&str, &str)>,
+    ) -> (Developer, String) {
         let login = slug(login);
         let developer = self
             .store
@@ -89,7 +100,7 @@ impl Host {
                 email: &format!("{login}@example.com"),
                 login: &login,
                 publish_allowed: publish,
-                dev_tenant: None,
+                dev_tenant,
             })
             .await
             .unwrap();
