@@ -156,6 +156,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let runner = tokio::spawn(batches::run(state.clone()));
+    let scheduler = state
+        .serving
+        .clone()
+        .map(|serving| tokio::spawn(run_schedules(serving)));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let upkeep = state
         .retrieval
@@ -165,12 +169,41 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await;
     runner.abort();
+    if let Some(scheduler) = scheduler {
+        scheduler.abort();
+    }
     let _ = stop.send(true);
     if let Some(upkeep) = upkeep {
         let _ = upkeep.await;
     }
     state.metering.flush().await;
     served
+}
+
+/// The schedule scanner: a scan a second after each minute starts (docs/platform.md). Each
+/// host names itself with its process id and a random suffix in the runs it claims.
+async fn run_schedules(serving: atrium_platform::serving::Serving) {
+    let mut suffix = [0u8; 4];
+    let _ = getrandom::fill(&mut suffix);
+    let host = format!(
+        "host-{}-{}",
+        std::process::id(),
+        suffix
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    loop {
+        let now = jiff::Timestamp::now();
+        let into_minute = now.as_millisecond().rem_euclid(60_000);
+        let wait = u64::try_from(61_000 - into_minute).unwrap_or(60_000);
+        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+        match serving.scan_schedules(jiff::Timestamp::now(), &host).await {
+            Ok(runs) if !runs.is_empty() => tracing::debug!(runs = runs.len(), "schedules ran"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "the schedule scan failed"),
+        }
+    }
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.

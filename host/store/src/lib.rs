@@ -19,6 +19,7 @@ mod installs;
 mod keys;
 mod rag;
 mod records;
+mod schedules;
 mod secrets;
 mod tenant_tokens;
 mod tenants;
@@ -45,6 +46,7 @@ pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
 pub use records::{Record, RecordScope};
+pub use schedules::{ScheduleRun, ScheduleSlot};
 pub use secrets::SecretMeta;
 pub use tenant_tokens::{
     CreatedTenantToken, NewTenantToken, TENANT_TOKEN_PREFIX, TenantPrincipal, TenantRole,

@@ -4,6 +4,7 @@
 //! and secrets through [`InstallPlatform`], the runtime's `Platform` over the SQL store.
 
 mod platform;
+mod schedules;
 mod tools;
 
 use std::collections::{HashMap, VecDeque};
@@ -15,6 +16,7 @@ use base64::Engine;
 use serde_json::Value;
 
 pub use platform::InstallPlatform;
+pub use schedules::ScheduledRun;
 pub use tools::{PlatformTool, TOOLS};
 
 use crate::registry::{Registry, RegistryError, TenantRef};
@@ -40,6 +42,12 @@ pub enum ServeError {
         /// How it failed.
         error: CallError,
     },
+}
+
+impl From<atrium_store::StoreError> for ServeError {
+    fn from(error: atrium_store::StoreError) -> Self {
+        ServeError::Registry(error.into())
+    }
 }
 
 type VersionKey = (String, String);

@@ -9,6 +9,7 @@ mod bundles;
 mod installs;
 mod preflight;
 mod s3;
+mod schedules;
 mod secrets;
 mod serving;
 mod tokens;

@@ -277,7 +277,16 @@ async fn tools_run_with_the_install_and_fail_alone() {
         .await;
         assert!(body["result"]["ok"].is_null(), "{body}");
 
-        // Deactivated: no more calls.
+        // Deactivated: no more calls. (Both installs: the shared test database keeps what a
+        // test leaves active, and the schedule scanner would find it.)
+        let (status, _) = host
+            .post(
+                &format!("/api/installs/{app}/deactivate"),
+                &stranger,
+                Body::None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
         let (status, _) = host
             .post(
                 &format!("/api/installs/{app}/deactivate"),

@@ -1,0 +1,109 @@
+//! The schedule scanner: every minute, each host looks at the active installs whose app
+//! declares `lifecycle.schedules`, and for each schedule whose cron expression matches the
+//! minute (in UTC) claims the run in the database and, when the claim is its own, calls the
+//! app's `on_schedule`. With several hosts on one database a schedule fires once per due
+//! minute; a minute during which no host runs is not caught up.
+
+use atrium_manifest::cron::CronExpr;
+use atrium_runtime::Caller;
+use atrium_store::ScheduleSlot;
+
+use super::{ServeError, Serving};
+use crate::registry::TenantRef;
+
+/// A run this host made in one scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledRun {
+    /// The organization.
+    pub org_id: String,
+    /// The tenant.
+    pub tenant_id: String,
+    /// The app.
+    pub app_slug: String,
+    /// The schedule.
+    pub schedule: String,
+    /// How it ended: none when it succeeded.
+    pub error: Option<String>,
+}
+
+impl Serving {
+    /// Runs the schedules due at the minute of `now` that no other host has claimed; `host`
+    /// names this host in the runs' records.
+    pub async fn scan_schedules(
+        &self,
+        now: jiff::Timestamp,
+        host: &str,
+    ) -> Result<Vec<ScheduledRun>, ServeError> {
+        let minute = now
+            .round(
+                jiff::TimestampRound::new()
+                    .smallest(jiff::Unit::Minute)
+                    .mode(jiff::RoundMode::Trunc),
+            )
+            .unwrap_or(now);
+        let civil = minute.to_zoned(jiff::tz::TimeZone::UTC).datetime();
+        let due_at = minute.as_millisecond();
+        let registry = self.registry().clone();
+        let store = registry.store();
+        let mut runs = Vec::new();
+        for install in store.active_installs().await? {
+            let Some(version) = store.version(&install.app_slug, &install.version).await? else {
+                continue;
+            };
+            if version.component_digest.is_none() {
+                continue;
+            }
+            let Ok(manifest) = atrium_manifest::parse(&version.manifest_source) else {
+                continue;
+            };
+            for schedule in &manifest.lifecycle.schedules {
+                let Ok(cron) = CronExpr::parse(&schedule.cron) else {
+                    continue;
+                };
+                if !cron.matches(civil) {
+                    continue;
+                }
+                let slot = ScheduleSlot {
+                    install: &install,
+                    schedule: &schedule.name,
+                    due_at,
+                };
+                if !store.claim_schedule_run(slot, host).await? {
+                    continue;
+                }
+                let tenant = TenantRef {
+                    org_id: install.org_id.clone(),
+                    tenant_id: install.tenant_id.clone(),
+                    user_id: None,
+                };
+                let outcome = async {
+                    let app = self
+                        .app(&install.app_slug, &install.version)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let inv = self
+                        .invocation(&tenant, &install, Caller::Platform)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    app.on_schedule(&inv, &schedule.name)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                .await;
+                let error = outcome.err();
+                if let Some(e) = &error {
+                    tracing::warn!(app = %install.app_slug, tenant = %install.tenant_id, schedule = %schedule.name, error = %e, "a schedule failed");
+                }
+                store.finish_schedule_run(slot, error.as_deref()).await?;
+                runs.push(ScheduledRun {
+                    org_id: install.org_id.clone(),
+                    tenant_id: install.tenant_id.clone(),
+                    app_slug: install.app_slug.clone(),
+                    schedule: schedule.name.clone(),
+                    error,
+                });
+            }
+        }
+        Ok(runs)
+    }
+}

@@ -1,0 +1,132 @@
+//! Named schedules on two hosts sharing one database: both scan the same minute, and each due
+//! schedule of each install runs once, on one of them; a declared schedule without a handler
+//! is recorded as failed.
+
+use atrium_platform::sealing::SecretsKey;
+use atrium_platform::serving::Serving;
+use atrium_store::Store;
+use reqwest::StatusCode;
+use serde_json::json;
+
+use super::{Body, Host, open_registry, slug};
+use crate::{stores, unique};
+
+/// A second handle on the same database, as another host would open it.
+async fn second_store(first: &Store, dir: Option<&tempfile::TempDir>) -> Store {
+    match dir {
+        Some(dir) => Store::open_sqlite(dir.path()).await.unwrap(),
+        None => {
+            let url = std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap();
+            let _ = first;
+            Store::open_url(&url).await.unwrap()
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_due_schedule_runs_once_across_two_hosts() {
+    let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+    for (store, dir) in stores().await {
+        let host = Host::start(&store).await;
+        let (_, dev) = host.sign_up("ada", true).await;
+        let app = slug("probe");
+        let text = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
+            .unwrap()
+            .replace("app_id: probe", &format!("app_id: {app}"))
+            .replace("probe.read", "tasks.read")
+            .replace("probe.write", "tasks.write");
+        let (status, body) = host
+            .register(
+                &app,
+                &dev,
+                &[
+                    ("manifest", None, text.as_bytes()),
+                    ("component", None, &component),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        host.post(
+            &format!("/api/dev/apps/{app}/versions/1.0.0/promote"),
+            &dev,
+            Body::None,
+        )
+        .await;
+        let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
+        let (_, created) = host
+            .post(
+                "/api/tenants/shop/tokens",
+                &acme.secret,
+                Body::Json(json!({"role": "admin"})),
+            )
+            .await;
+        let admin = created["token"].as_str().unwrap().to_owned();
+        let (status, body) = host
+            .post(
+                &format!("/api/installs/{app}/activate"),
+                &admin,
+                Body::Json(json!({"granted_scopes": ["tasks.read", "tasks.write"]})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+
+        // Two hosts: each its own registry, runtime and loaded apps, one database.
+        let other = second_store(&store, dir.as_ref()).await;
+        let mut hosts = Vec::new();
+        for (i, store) in [&store, &other].into_iter().enumerate() {
+            let registry = open_registry(
+                store,
+                host.data(),
+                SecretsKey::load_or_create(host.data(), None).unwrap(),
+            );
+            let runtime = registry.runtime().clone();
+            hosts.push((format!("host-{i}"), Serving::new(registry, runtime, 8)));
+        }
+        // 10:00 UTC: `tick` (every minute) and `unhandled` (hourly, no handler) are due.
+        let ten: jiff::Timestamp = "2031-05-06T10:00:23Z".parse().unwrap();
+        let (a, b) = tokio::join!(
+            hosts[0].1.scan_schedules(ten, &hosts[0].0),
+            hosts[1].1.scan_schedules(ten, &hosts[1].0),
+        );
+        let ours = |runs: Vec<atrium_platform::serving::ScheduledRun>| -> Vec<_> {
+            runs.into_iter().filter(|r| r.app_slug == app).collect()
+        };
+        let (a, b) = (ours(a.unwrap()), ours(b.unwrap()));
+        assert_eq!(a.len() + b.len(), 2, "each due schedule once: {a:?} {b:?}");
+        let runs = store
+            .schedule_runs(&acme.org_id, "shop", &app, 10)
+            .await
+            .unwrap();
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        let tick = runs.iter().find(|r| r.schedule == "tick").unwrap();
+        assert_eq!(tick.outcome, "ok", "{tick:?}");
+        let unhandled = runs.iter().find(|r| r.schedule == "unhandled").unwrap();
+        assert_eq!(unhandled.outcome, "failed", "{unhandled:?}");
+        assert!(
+            unhandled.error.as_deref().unwrap().contains("unhandled"),
+            "{unhandled:?}"
+        );
+        // The same minute again: nothing more. The next minute: `tick` only.
+        assert!(ours(hosts[1].1.scan_schedules(ten, "late-host").await.unwrap()).is_empty());
+        let next = ten + jiff::SignedDuration::from_secs(60);
+        let (a, b) = tokio::join!(
+            hosts[0].1.scan_schedules(next, &hosts[0].0),
+            hosts[1].1.scan_schedules(next, &hosts[1].0),
+        );
+        let (a, b) = (ours(a.unwrap()), ours(b.unwrap()));
+        assert_eq!(a.len() + b.len(), 1, "{a:?} {b:?}");
+        assert_eq!(a.iter().chain(&b).next().unwrap().schedule, "tick");
+
+        // A deactivated install is not scheduled.
+        host.post(
+            &format!("/api/installs/{app}/deactivate"),
+            &admin,
+            Body::None,
+        )
+        .await;
+        let later = ten + jiff::SignedDuration::from_secs(120);
+        assert!(ours(hosts[0].1.scan_schedules(later, &hosts[0].0).await.unwrap()).is_empty());
+        host.stop().await;
+        drop(dir);
+    }
+}
