@@ -3,6 +3,7 @@
 //! store and the compiled cache on demand), and calls it with the install's scopes, settings
 //! and secrets through [`InstallPlatform`], the runtime's `Platform` over the SQL store.
 
+mod lifecycle;
 mod platform;
 mod schedules;
 mod tools;
@@ -15,6 +16,7 @@ use atrium_store::{Install, InstallStatus};
 use base64::Engine;
 use serde_json::Value;
 
+pub use lifecycle::HookOutcome;
 pub use platform::InstallPlatform;
 pub use schedules::ScheduledRun;
 pub use tools::{PlatformTool, TOOLS};

@@ -501,3 +501,80 @@ pub async fn upgrade(
         templates: activated.templates,
     }))
 }
+
+/// `POST /api/inbound/{channel}`: a message that arrived on a channel.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboundMessage {
+    /// The platform's id of the message (default: a new one).
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// The sender's address on the channel.
+    pub from: String,
+    /// The text.
+    pub body: String,
+    /// The subject, where the channel has one.
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// When it was received, ISO-8601 UTC (default: now).
+    #[serde(default)]
+    pub received_at: Option<String>,
+    /// Ids of attachments stored by the platform.
+    #[serde(default)]
+    pub attachment_ids: Vec<String>,
+    /// Channel-specific details.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+/// `POST /api/inbound/{channel}`'s answer.
+#[derive(Debug, Serialize)]
+pub struct Dispatched {
+    /// The message id.
+    pub message_id: String,
+    /// How each install's `on_inbound` ended.
+    pub dispatched: Vec<atrium_platform::serving::HookOutcome>,
+}
+
+/// Fans an inbound message out to every install of the tenant whose app declares
+/// `on_inbound`.
+pub async fn inbound(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path(channel): Path<String>,
+    JsonBody(body): JsonBody<InboundMessage>,
+) -> Result<Json<Dispatched>, ApiError> {
+    if !atrium_manifest::rules::is_app_slug_chars(&channel) || channel.len() > 64 {
+        return Err(ApiError::bad_request(
+            format!("`{channel}` is not a channel name: lowercase letters, digits and hyphens"),
+            Some("channel"),
+        ));
+    }
+    let message_id = body.message_id.unwrap_or_else(|| {
+        let mut bytes = [0u8; 8];
+        let _ = getrandom::fill(&mut bytes);
+        format!(
+            "msg_{}",
+            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    });
+    let envelope = atrium_runtime::InboundEnvelope {
+        message_id: message_id.clone(),
+        channel,
+        from: body.from,
+        body: body.body,
+        subject: body.subject,
+        received_at: body
+            .received_at
+            .unwrap_or_else(|| jiff::Timestamp::now().to_string()),
+        attachment_ids: body.attachment_ids,
+        metadata: Value::Object(body.metadata).to_string(),
+    };
+    let dispatched = serving(&state)?
+        .fan_out_inbound(&who(&tenant), &envelope)
+        .await?;
+    Ok(Json(Dispatched {
+        message_id,
+        dispatched,
+    }))
+}

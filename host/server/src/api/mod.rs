@@ -82,6 +82,7 @@ pub fn router() -> Router<HostState> {
                 atrium_platform::serving::routes::MAX_BODY_BYTES,
             )),
         )
+        .route("/inbound/{channel}", post(installs::inbound))
         .route("/installs", get(installs::list))
         .route(
             "/installs/{app}",

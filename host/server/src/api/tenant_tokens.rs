@@ -45,6 +45,9 @@ pub struct CreatedTokenView {
     pub token: String,
     /// Creation.
     pub created_at: String,
+    /// When the token's user is new to the tenant: how each install's `on_user_added` ended.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub user_added: Vec<atrium_platform::serving::HookOutcome>,
 }
 
 /// A token as listed.
@@ -154,6 +157,22 @@ pub async fn create(
         )
         .await?;
     let t = created.token;
+    let mut user_added = Vec::new();
+    if created.user_created
+        && let Some(serving) = &state.serving
+    {
+        let tenant_ref = atrium_platform::registry::TenantRef {
+            org_id: org.org_id.clone(),
+            tenant_id: t.tenant_id.clone(),
+            user_id: Some(t.user_id.clone()),
+        };
+        let user = atrium_runtime::UserAdded {
+            user_id: t.user_id.clone(),
+            display_name: t.display_name.clone(),
+            email: None,
+        };
+        user_added = serving.fan_out_user_added(&tenant_ref, &user).await?;
+    }
     Ok((
         StatusCode::CREATED,
         Json(CreatedTokenView {
@@ -164,6 +183,7 @@ pub async fn create(
             tenant: t.tenant_id,
             token: created.secret,
             created_at: time(t.created_at),
+            user_added,
         }),
     ))
 }

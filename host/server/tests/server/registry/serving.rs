@@ -220,6 +220,51 @@ async fn tools_run_with_the_install_and_fail_alone() {
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN);
 
+        // Lifecycle hooks fanned out to the tenant's installs: an inbound message, a new user
+        // (the probe refuses new users: the failure is reported for the app alone).
+        let inbound = json!({"from": "ada@example.com", "body": "hello", "subject": "Invoice 7"});
+        let (status, _) = host
+            .post("/api/inbound/email", &user, Body::Json(inbound.clone()))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, body) = host
+            .post("/api/inbound/email", &admin, Body::Json(inbound.clone()))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(
+            body["message_id"].as_str().unwrap().starts_with("msg_"),
+            "{body}"
+        );
+        let mine: Vec<&Value> = body["dispatched"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["app"] == app.as_str())
+            .collect();
+        assert_eq!(mine.len(), 1, "{body}");
+        assert_eq!(mine[0]["ok"], true, "{body}");
+        let (status, body) = host
+            .post("/api/inbound/Not A Channel", &admin, Body::Json(inbound))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let (status, body) = host
+            .post(
+                "/api/tenants/shop/tokens",
+                &acme.secret,
+                Body::Json(json!({"role": "user", "display_name": "Newcomer"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let hooks = body["user_added"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{body}"));
+        let probe = hooks.iter().find(|h| h["app"] == app.as_str()).unwrap();
+        assert_eq!(probe["ok"], false, "{body}");
+        assert!(
+            probe["error"].as_str().unwrap().contains("refusing user"),
+            "{body}"
+        );
+
         // Hostile calls fail alone, each with its status; the app keeps answering.
         let (status, body) = call("trap", json!({}), &user).await;
         assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
