@@ -17,6 +17,7 @@ mod batches;
 mod developers;
 mod installs;
 mod keys;
+mod public_routes;
 mod rag;
 mod records;
 mod schedules;

@@ -5,6 +5,7 @@
 
 mod lifecycle;
 mod platform;
+pub mod routes;
 mod schedules;
 mod tools;
 

@@ -168,10 +168,6 @@ impl Platform for InstallPlatform {
     }
 
     fn public_callback_url(&self, _call: &CallInfo, path: &str) -> String {
-        let path = path.trim_start_matches('/');
-        format!(
-            "/api/apps/{}/public/t/{}/{path}",
-            self.app_slug, self.tenant.tenant_id
-        )
+        super::routes::public_route_path(&self.app_slug, &self.tenant, path)
     }
 }

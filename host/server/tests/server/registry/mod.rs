@@ -8,6 +8,7 @@
 mod bundles;
 mod installs;
 mod preflight;
+mod routes;
 mod s3;
 mod schedules;
 mod secrets;
