@@ -86,11 +86,14 @@ impl HostState {
         registry: atrium_platform::registry::Registry,
         identity: atrium_platform::identity::Identity,
     ) -> Self {
-        self.serving = Some(atrium_platform::serving::Serving::new(
-            registry.clone(),
-            registry.runtime().clone(),
-            atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
-        ));
+        self.serving = Some(
+            atrium_platform::serving::Serving::new(
+                registry.clone(),
+                registry.runtime().clone(),
+                atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
+            )
+            .with_retrieval(self.retrieval.clone()),
+        );
         self.registry = Some(registry);
         self.identity = Some(std::sync::Arc::new(identity));
         self
@@ -102,9 +105,13 @@ impl HostState {
         self
     }
 
-    /// The same state with managed retrieval.
+    /// The same state with managed retrieval (also for the knowledge tools of installed apps).
     pub fn with_retrieval(mut self, retrieval: atrium_retrieval::Retrieval) -> Self {
-        self.retrieval = Some(std::sync::Arc::new(retrieval));
+        let retrieval = std::sync::Arc::new(retrieval);
+        self.serving = self
+            .serving
+            .map(|s| s.with_retrieval(Some(retrieval.clone())));
+        self.retrieval = Some(retrieval);
         self
     }
 }

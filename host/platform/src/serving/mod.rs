@@ -64,6 +64,7 @@ pub struct Serving {
 struct Inner {
     registry: Registry,
     runtime: Runtime,
+    retrieval: Option<Arc<atrium_retrieval::Retrieval>>,
     capacity: usize,
     loaded: Mutex<Loaded>,
 }
@@ -89,9 +90,25 @@ impl Serving {
             inner: Arc::new(Inner {
                 registry,
                 runtime,
+                retrieval: None,
                 capacity: capacity.max(1),
                 loaded: Mutex::default(),
             }),
+        }
+    }
+
+    /// The same serving with managed retrieval, which the knowledge tools use.
+    #[must_use]
+    pub fn with_retrieval(self, retrieval: Option<Arc<atrium_retrieval::Retrieval>>) -> Self {
+        let inner = Inner {
+            registry: self.inner.registry.clone(),
+            runtime: self.inner.runtime.clone(),
+            retrieval,
+            capacity: self.inner.capacity,
+            loaded: Mutex::default(),
+        };
+        Serving {
+            inner: Arc::new(inner),
         }
     }
 
@@ -220,10 +237,24 @@ impl Serving {
                 settings.insert(key, Value::String(value));
             }
         }
+        let slots = if install.rag_bindings.is_empty() {
+            Vec::new()
+        } else {
+            registry
+                .manifest_of(&install.app_slug, &install.version)
+                .await?
+                .rag_slots
+        };
+        let knowledge = tools::Knowledge {
+            retrieval: self.inner.retrieval.clone(),
+            bindings: install.rag_bindings.clone(),
+            slots,
+        };
         let platform = Arc::new(InstallPlatform::new(
             registry.clone(),
             tenant.clone(),
             install.app_slug.clone(),
+            knowledge,
         ));
         let mut inv = Invocation::new(tenant.tenant_id.clone(), platform)
             .with_scopes(install.granted_scopes.iter().cloned());

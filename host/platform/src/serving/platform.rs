@@ -20,15 +20,22 @@ pub struct InstallPlatform {
     registry: Registry,
     tenant: TenantRef,
     app_slug: String,
+    knowledge: tools::Knowledge,
 }
 
 impl InstallPlatform {
     /// The platform of `app_slug`'s install for `tenant`.
-    pub fn new(registry: Registry, tenant: TenantRef, app_slug: String) -> Self {
+    pub(crate) fn new(
+        registry: Registry,
+        tenant: TenantRef,
+        app_slug: String,
+        knowledge: tools::Knowledge,
+    ) -> Self {
         InstallPlatform {
             registry,
             tenant,
             app_slug,
+            knowledge,
         }
     }
 
@@ -62,6 +69,10 @@ impl Platform for InstallPlatform {
         tool: &str,
         args: Value,
     ) -> Result<Value, ToolCallError> {
+        if tool.starts_with("knowledge.") {
+            let t = &self.tenant;
+            return tools::knowledge(&self.knowledge, &t.org_id, &t.tenant_id, tool, &args).await;
+        }
         tools::records(self.registry.store(), self.scope(), tool, &args).await
     }
 

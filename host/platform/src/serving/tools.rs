@@ -20,6 +20,16 @@ pub struct PlatformTool {
 /// Every platform tool, by name.
 pub const TOOLS: &[PlatformTool] = &[
     PlatformTool {
+        name: "knowledge.add",
+        scopes: &["knowledge.write"],
+        description: "Adds a document `{slot, title, text}` to the collection bound to a `read_write` knowledge slot. Answers `{document_id, chunks}`.",
+    },
+    PlatformTool {
+        name: "knowledge.query",
+        scopes: &["knowledge.read"],
+        description: "Searches the collection bound to knowledge slot `slot` for `query` (`top_k` 1 to 50, default 5). Answers `{matches: [{text, title, score, document_id}]}`.",
+    },
+    PlatformTool {
         name: "records.delete",
         scopes: &[],
         description: "Deletes one of the app's records of this install by `id`.",
@@ -196,6 +206,101 @@ pub(crate) async fn records(
                 .await
                 .map_err(|e| failed(tool, &e))?;
             Ok(json!({"deleted": deleted}))
+        }
+        other => Err(refuse(
+            other,
+            Decision::UnknownTool,
+            format!("the platform has no tool `{other}`"),
+        )),
+    }
+}
+
+/// What the knowledge tools need of an install: the retrieval service, the slot bindings and
+/// the manifest's slots.
+#[derive(Clone)]
+pub(crate) struct Knowledge {
+    pub(crate) retrieval: Option<std::sync::Arc<atrium_retrieval::Retrieval>>,
+    pub(crate) bindings: Map<String, Value>,
+    pub(crate) slots: Vec<atrium_manifest::RagSlot>,
+}
+
+/// Runs a knowledge tool: the app names a slot, never a collection; the host resolves the
+/// install's binding.
+pub(crate) async fn knowledge(
+    k: &Knowledge,
+    org_id: &str,
+    tenant_id: &str,
+    tool: &str,
+    args: &Value,
+) -> Result<Value, ToolCallError> {
+    let slot_name = string_arg(tool, args, "slot")?;
+    let Some(slot) = k.slots.iter().find(|s| s.name == slot_name) else {
+        return Err(refuse(
+            tool,
+            Decision::InvalidArguments,
+            format!("the app declares no knowledge slot `{slot_name}`"),
+        ));
+    };
+    let Some(collection) = k.bindings.get(slot_name).and_then(Value::as_str) else {
+        return Err(refuse(
+            tool,
+            Decision::InvalidArguments,
+            format!("knowledge slot `{slot_name}` is not bound for this tenant"),
+        ));
+    };
+    let Some(retrieval) = &k.retrieval else {
+        return Err(failed(
+            tool,
+            &"managed retrieval is not running on this host",
+        ));
+    };
+    match tool {
+        "knowledge.query" => {
+            let query = args
+                .get("query")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let top_k = args
+                .get("top_k")
+                .and_then(Value::as_u64)
+                .unwrap_or(5)
+                .clamp(1, 50);
+            let outcome = retrieval
+                .query(
+                    org_id,
+                    tenant_id,
+                    collection,
+                    query,
+                    usize::try_from(top_k).unwrap_or(5),
+                )
+                .await
+                .map_err(|e| refuse(tool, Decision::InvalidArguments, e.to_string()))?;
+            let matches: Vec<Value> = outcome
+                .matches
+                .into_iter()
+                .map(|m| json!({"text": m.text, "title": m.title, "score": m.score, "document_id": m.document_id}))
+                .collect();
+            Ok(json!({"matches": matches}))
+        }
+        "knowledge.add" => {
+            if slot.scope != atrium_manifest::RagScope::ReadWrite {
+                return Err(refuse(
+                    tool,
+                    Decision::InvalidArguments,
+                    format!("knowledge slot `{slot_name}` is read-only"),
+                ));
+            }
+            let title = string_arg(tool, args, "title")?;
+            let text = args
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let added = retrieval
+                .add_document(org_id, tenant_id, collection, title, text, "app")
+                .await
+                .map_err(|e| refuse(tool, Decision::InvalidArguments, e.to_string()))?;
+            Ok(json!({"document_id": added.document.id, "chunks": added.document.chunks}))
         }
         other => Err(refuse(
             other,

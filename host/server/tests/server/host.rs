@@ -24,6 +24,11 @@ pub(crate) enum Body {
 }
 
 impl Host {
+    /// The host's address, `http://127.0.0.1:<port>`.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
     /// Serves `state` on a free port.
     pub(crate) async fn start(state: HostState) -> Host {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -64,7 +64,16 @@ impl Host {
         let registry = registry_over(store, dir, artifacts, secrets);
         let issuer = TokenIssuer::load_or_create(dir, None).unwrap();
         let identity = Identity::new(TokenIssuer::load_or_create(dir, None).unwrap(), None);
-        let state = state(store, vec![]).with_registry(registry, identity);
+        let retrieval = atrium_retrieval::Retrieval::open(
+            store.clone(),
+            atrium_inference::embed::Embedders::default(),
+            atrium_retrieval::RetrievalConfig::local(&dir.join("rag")),
+        )
+        .await
+        .unwrap();
+        let state = state(store, vec![])
+            .with_retrieval(retrieval)
+            .with_registry(registry, identity);
         Host {
             http: crate::host::Host::start(state).await,
             store: store.clone(),

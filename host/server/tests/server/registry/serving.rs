@@ -13,9 +13,14 @@ fn probe_manifest(app: &str) -> String {
     std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
         .unwrap()
         .replace("app_id: probe", &format!("app_id: {app}"))
+        .replace(
+            "required_scopes: [probe.read, probe.write]",
+            "required_scopes: [probe.read, probe.write, knowledge.read, knowledge.write]",
+        )
         .replace("probe.read", "tasks.read")
         .replace("probe.write", "tasks.write")
         + "install_settings:\n  - {id: greeting, type: string, label: Greeting, default: hi}\n  - {id: token, type: secret, label: Token}\n"
+        + "rag_slots:\n  - {name: handbook, scope: read_write}\n  - {name: policies}\n"
 }
 
 #[tokio::test]
@@ -83,11 +88,26 @@ async fn tools_run_with_the_install_and_fail_alone() {
         // Not installed yet.
         let (status, body) = call("echo", json!({}), &user).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        // The tenant's knowledge collections, made through /v1 with the organization's key.
+        for name in ["handbook", "policies"] {
+            let response = reqwest::Client::new()
+                .post(format!("{}/v1/rag/{name}", host.base()))
+                .bearer_auth(&acme.secret)
+                .header("x-service-tenant", "shop")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::CREATED);
+        }
         let (status, body) = host
             .post(
                 &format!("/api/installs/{app}/activate"),
                 &admin,
-                Body::Json(json!({"granted_scopes": ["tasks.read", "tasks.write"], "settings": {"token": "s3cret"}})),
+                Body::Json(json!({
+                    "granted_scopes": ["knowledge.read", "knowledge.write", "tasks.read", "tasks.write"],
+                    "settings": {"token": "s3cret"},
+                    "rag_bindings": {"handbook": "handbook", "policies": "policies"}
+                })),
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -220,6 +240,35 @@ async fn tools_run_with_the_install_and_fail_alone() {
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN);
 
+        // Knowledge through the install's slots: the app names a slot, never a collection.
+        let add = json!({"op": "tool", "name": "knowledge.add", "args": {"slot": "handbook", "title": "Plants", "text": "Water the ficus on Mondays."}});
+        let (_, body) = call("platform", add, &user).await;
+        assert!(body["result"]["ok"]["document_id"].is_string(), "{body}");
+        let query = json!({"op": "tool", "name": "knowledge.query", "args": {"slot": "handbook", "query": "ficus"}});
+        let (_, body) = call("platform", query, &user).await;
+        assert!(
+            body["result"]["ok"]["matches"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("ficus"),
+            "{body}"
+        );
+        let readonly = json!({"op": "tool", "name": "knowledge.add", "args": {"slot": "policies", "title": "x", "text": "y"}});
+        let (_, body) = call("platform", readonly, &user).await;
+        assert!(
+            body["result"]["err"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("read-only"),
+            "{body}"
+        );
+        let undeclared = json!({"op": "tool", "name": "knowledge.query", "args": {"slot": "secrets", "query": "x"}});
+        let (_, body) = call("platform", undeclared, &user).await;
+        assert_eq!(
+            body["result"]["err"]["decision"], "invalid_arguments",
+            "{body}"
+        );
+
         // Lifecycle hooks fanned out to the tenant's installs: an inbound message, a new user
         // (the probe refuses new users: the failure is reported for the app alone).
         let inbound = json!({"from": "ada@example.com", "body": "hello", "subject": "Invoice 7"});
@@ -303,7 +352,7 @@ async fn tools_run_with_the_install_and_fail_alone() {
             .post(
                 &format!("/api/installs/{app}/activate"),
                 &stranger,
-                Body::Json(json!({"granted_scopes": ["tasks.read", "tasks.write"]})),
+                Body::Json(json!({"granted_scopes": ["knowledge.read", "knowledge.write", "tasks.read", "tasks.write"]})),
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
