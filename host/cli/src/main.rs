@@ -4,6 +4,7 @@
 //! (or, for `lint`, a check that could not run), 3 authentication error.
 
 mod call;
+mod demo;
 mod developers;
 mod keys;
 mod lint;

@@ -32,6 +32,8 @@ pub struct Args {
     /// A TOML file with provider settings and catalog additions (see docs/api.md).
     #[arg(long, value_name = "FILE", env = "ATRIUM_CONFIG")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    demo: crate::demo::DemoArgs,
 }
 
 /// Runs `atrium serve`.
@@ -136,11 +138,24 @@ pub fn run(args: &Args) -> ExitCode {
                 tracing::warn!(error = %e, "the PDF sandbox cannot start; PDF uploads will fail");
             }
         });
+        // The example apps for tenant `demo`, set up beside the server (docs/demo.md).
+        let demo = crate::demo::start(
+            &args.demo,
+            &args.data_dir,
+            &bound,
+            &store,
+            &registry,
+            &retrieval,
+        )
+        .await;
         let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_embedders(embedders)
             .with_retrieval(retrieval)
             .with_registry(registry, identity);
         let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;
+        if let Some(demo) = demo {
+            demo.abort();
+        }
         store.close().await;
         match served {
             Ok(()) => ExitCode::SUCCESS,
