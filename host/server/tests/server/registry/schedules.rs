@@ -117,6 +117,23 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
         assert_eq!(a.len() + b.len(), 1, "{a:?} {b:?}");
         assert_eq!(a.iter().chain(&b).next().unwrap().schedule, "tick");
 
+        // Scopes are also checked at call time: this version does not ask for knowledge.read,
+        // so the platform tool that needs it is refused, naming the scope.
+        let (status, body) = host
+            .post(
+                &format!("/api/apps/{app}/tools/platform"),
+                &admin,
+                Body::Json(json!({"op": "tool", "name": "knowledge.query", "args": {"slot": "x", "query": "y"}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["result"]["err"]["decision"], "scope_denied", "{body}");
+        assert_eq!(
+            body["result"]["err"]["needed_scopes"],
+            json!(["knowledge.read"]),
+            "{body}"
+        );
+
         // A deactivated install is not scheduled.
         host.post(
             &format!("/api/installs/{app}/deactivate"),
