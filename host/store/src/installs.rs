@@ -471,7 +471,7 @@ impl Store {
     ) -> Result<()> {
         on_pool!(self, pool => {
             let mut tx = pool.begin().await?;
-            for table in ["install_secrets", "app_records", "installs"] {
+            for table in ["install_secrets", "app_records", "install_agents", "installs"] {
                 sqlx::query(&format!("DELETE FROM {table} WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3"))
                     .bind(org_id).bind(tenant_id).bind(app_slug)
                     .execute(&mut *tx).await?;
@@ -531,6 +531,50 @@ impl Store {
                 "UPDATE installs SET pending_version = $1, updated_at = $2 WHERE org_id = $3 AND tenant_id = $4 AND app_slug = $5",
             )
             .bind(version).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
+            .execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// A tenant's edits of an install's agents: agent id to the edited fields.
+    pub async fn agent_edits(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+    ) -> Result<Map<String, Value>> {
+        on_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT agent_id, edits FROM install_agents WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3",
+            )
+            .bind(org_id).bind(tenant_id).bind(app_slug)
+            .fetch_all(pool).await?;
+            let mut out = Map::new();
+            for row in &rows {
+                let edits: String = row.try_get("edits")?;
+                out.insert(row.try_get("agent_id")?, Value::Object(json_object(&edits)?));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Replaces the edits of one agent of an install.
+    pub async fn put_agent_edits(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        agent_id: &str,
+        edits: &Map<String, Value>,
+    ) -> Result<()> {
+        let now = now_millis();
+        let text = to_json(edits)?;
+        on_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO install_agents (org_id, tenant_id, app_slug, agent_id, edits, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (org_id, tenant_id, app_slug, agent_id) DO UPDATE SET edits = excluded.edits, updated_at = excluded.updated_at",
+            )
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(agent_id).bind(&text).bind(now)
             .execute(pool).await?;
         });
         Ok(())

@@ -7,6 +7,7 @@
 //! go to the [`Artifacts`] store by digest before its rows are written in one transaction; when
 //! the rows fail, the blobs this call wrote and no row refers to are deleted again.
 
+mod agents;
 mod bundle;
 mod errors;
 mod installs;
@@ -24,6 +25,7 @@ use atrium_store::{App, AppVersion, Developer, NewVersion, Registered, Store, Ve
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
+pub use agents::{AgentEdit, InstalledAgent};
 pub use bundle::{BUNDLE_ARCHIVE_BYTES, BUNDLE_LIMITS, BundleUpload};
 pub use errors::RegistryError;
 pub(crate) use installs::install_aad;

@@ -578,3 +578,35 @@ pub async fn inbound(
         dispatched,
     }))
 }
+
+/// `GET /api/installs/{app}/agents`.
+#[derive(Debug, Serialize)]
+pub struct AgentList {
+    /// The install's agents with the tenant's edits.
+    pub agents: Vec<atrium_platform::registry::InstalledAgent>,
+}
+
+/// The agents of the caller's tenant's install, with the tenant's edits.
+pub async fn agents(
+    State(state): State<HostState>,
+    TenantUser(tenant): TenantUser,
+    Path(app): Path<String>,
+) -> Result<Json<AgentList>, ApiError> {
+    let agents = registry(&state)?
+        .installed_agents(&who(&tenant), &app)
+        .await?;
+    Ok(Json(AgentList { agents }))
+}
+
+/// Edits an agent of the caller's tenant's install; kept across re-activations and upgrades.
+pub async fn edit_agent(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((app, agent)): Path<(String, String)>,
+    JsonBody(edit): JsonBody<atrium_platform::registry::AgentEdit>,
+) -> Result<Json<atrium_platform::registry::InstalledAgent>, ApiError> {
+    let agent = registry(&state)?
+        .edit_agent(&who(&tenant), &app, &agent, &edit)
+        .await?;
+    Ok(Json(agent))
+}

@@ -95,6 +95,11 @@ pub fn router() -> Router<HostState> {
         .route("/installs/{app}/activate", post(installs::activate))
         .route("/installs/{app}/deactivate", post(installs::deactivate))
         .route("/installs/{app}/upgrade", post(installs::upgrade))
+        .route("/installs/{app}/agents", get(installs::agents))
+        .route(
+            "/installs/{app}/agents/{agent}",
+            axum::routing::patch(installs::edit_agent),
+        )
         .route("/integrations", get(installs::list_integrations))
         .route("/integrations/{provider}", put(installs::put_integration))
         .fallback(|uri: axum::http::Uri| async move {

@@ -269,6 +269,75 @@ async fn tools_run_with_the_install_and_fail_alone() {
             "{body}"
         );
 
+        // The tenant edits an agent; the edits survive a re-activation, field by field.
+        let agents_path = format!("/api/installs/{app}/agents");
+        let (status, body) = host.get(&agents_path, &user).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["agents"].as_array().unwrap().len(), 2, "{body}");
+        let lead = format!("{agents_path}/lead");
+        let edit = json!({"system_prompt": "Be brief.", "tools_allowed": ["echo"]});
+        let (status, _) = host
+            .send("PATCH", &lead, Some(&user), Body::Json(edit.clone()))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, body) = host
+            .send("PATCH", &lead, Some(&admin), Body::Json(edit))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["system_prompt"], "Be brief.");
+        assert_eq!(
+            body["display_name"], "Lead",
+            "an unedited field keeps the manifest's value"
+        );
+        let (status, body) = host
+            .send(
+                "PATCH",
+                &lead,
+                Some(&admin),
+                Body::Json(json!({"display_name": "Chief"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["system_prompt"], "Be brief.", "edits merge: {body}");
+        let (status, body) = host
+            .send(
+                "PATCH",
+                &lead,
+                Some(&admin),
+                Body::Json(json!({"tools_allowed": ["teleport"]})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["param"], "tools_allowed");
+        let (status, _) = host
+            .send(
+                "PATCH",
+                &format!("{agents_path}/nobody"),
+                Some(&admin),
+                Body::Json(json!({})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let (status, body) = host
+            .post(
+                &format!("/api/installs/{app}/activate"),
+                &admin,
+                Body::Json(json!({})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (_, body) = host.get(&agents_path, &user).await;
+        let kept = body["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == "lead")
+            .unwrap()
+            .clone();
+        assert_eq!(kept["display_name"], "Chief", "{body}");
+        assert_eq!(kept["system_prompt"], "Be brief.", "{body}");
+        assert_eq!(kept["tools_allowed"], json!(["echo"]), "{body}");
+
         // Lifecycle hooks fanned out to the tenant's installs: an inbound message, a new user
         // (the probe refuses new users: the failure is reported for the app alone).
         let inbound = json!({"from": "ada@example.com", "body": "hello", "subject": "Invoice 7"});

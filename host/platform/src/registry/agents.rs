@@ -1,0 +1,189 @@
+//! A tenant's edits of an installed app's agents. The manifest gives each agent's defaults;
+//! the tenant may change its display name, system prompt, allowed skills, tools allowed and
+//! routing hints, and these edits survive re-activation and upgrades, field by field.
+
+use atrium_manifest::Manifest;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Registry, RegistryError, Result, TenantRef};
+
+/// An agent of an install as the tenant sees it: the manifest's, with the tenant's edits.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstalledAgent {
+    /// The agent's id (slug).
+    pub id: String,
+    /// The display name.
+    pub display_name: String,
+    /// The system prompt.
+    pub system_prompt: String,
+    /// Skills it may use (null: all).
+    pub allowed_skills: Option<Vec<String>>,
+    /// Tools it may call (null: all agent-visible tools).
+    pub tools_allowed: Option<Vec<String>>,
+    /// Routing hints.
+    pub routing_hints: Option<String>,
+    /// The fields the tenant edited.
+    pub edited: Vec<String>,
+}
+
+/// `PATCH /api/installs/{app}/agents/{agent}`: the fields to change; omitted ones keep their
+/// value (an earlier edit, or the manifest's).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentEdit {
+    /// At most 80 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// At most 20,000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Skill names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_skills: Option<Vec<String>>,
+    /// Tools of the app.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_allowed: Option<Vec<String>>,
+    /// At most 2,000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_hints: Option<String>,
+}
+
+fn merged(manifest: &Manifest, edits: &Map<String, Value>) -> Vec<InstalledAgent> {
+    manifest
+        .agents
+        .iter()
+        .map(|agent| {
+            let edit = edits.get(&agent.id).and_then(Value::as_object);
+            let field = |name: &str| edit.and_then(|e| e.get(name)).cloned();
+            let string = |name: &str| field(name).and_then(|v| v.as_str().map(str::to_owned));
+            let list = |name: &str| {
+                field(name).and_then(|v| serde_json::from_value::<Vec<String>>(v).ok())
+            };
+            InstalledAgent {
+                id: agent.id.clone(),
+                display_name: string("display_name").unwrap_or_else(|| agent.name.clone()),
+                system_prompt: string("system_prompt")
+                    .unwrap_or_else(|| agent.system_prompt.clone()),
+                allowed_skills: list("allowed_skills").or_else(|| agent.allowed_skills.clone()),
+                tools_allowed: list("tools_allowed").or_else(|| agent.tools_allowed.clone()),
+                routing_hints: string("routing_hints").or_else(|| agent.routing_hints.clone()),
+                edited: edit
+                    .map(|e| e.keys().cloned().collect())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+fn too_long(field: &'static str, value: &str, max: usize) -> Result<()> {
+    if value.chars().count() > max {
+        return Err(RegistryError::BadRequest {
+            param: field,
+            message: format!("{field} may be at most {max} characters"),
+        });
+    }
+    Ok(())
+}
+
+impl Registry {
+    /// The agents of the tenant's install of `app_slug`, with the tenant's edits.
+    pub async fn installed_agents(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+    ) -> Result<Vec<InstalledAgent>> {
+        let store = &self.inner.store;
+        let install = store
+            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
+            })?;
+        let manifest = self.manifest_of(app_slug, &install.version).await?;
+        let edits = store
+            .agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?;
+        Ok(merged(&manifest, &edits))
+    }
+
+    /// Edits one agent of the tenant's install; the edit is merged into earlier ones.
+    pub async fn edit_agent(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        agent_id: &str,
+        edit: &AgentEdit,
+    ) -> Result<InstalledAgent> {
+        let store = &self.inner.store;
+        let install = store
+            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
+            })?;
+        let manifest = self.manifest_of(app_slug, &install.version).await?;
+        if !manifest.agents.iter().any(|a| a.id == agent_id) {
+            return Err(RegistryError::NotFound(format!(
+                "`{app_slug}` has no agent `{agent_id}`"
+            )));
+        }
+        if let Some(name) = &edit.display_name {
+            if name.trim().is_empty() {
+                return Err(RegistryError::BadRequest {
+                    param: "display_name",
+                    message: "display_name must not be empty".into(),
+                });
+            }
+            too_long("display_name", name, 80)?;
+        }
+        if let Some(prompt) = &edit.system_prompt {
+            too_long("system_prompt", prompt, 20_000)?;
+        }
+        if let Some(hints) = &edit.routing_hints {
+            too_long("routing_hints", hints, 2_000)?;
+        }
+        if let Some(tools) = &edit.tools_allowed {
+            let unknown: Vec<&String> = tools
+                .iter()
+                .filter(|t| !manifest.tools.iter().any(|d| &d.name == *t))
+                .collect();
+            if !unknown.is_empty() {
+                return Err(RegistryError::BadRequest {
+                    param: "tools_allowed",
+                    message: format!(
+                        "`{app_slug}` declares no tool {}",
+                        unknown
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+        }
+        let mut edits = store
+            .agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?;
+        let mut this = edits
+            .get(agent_id)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        if let Value::Object(given) = serde_json::to_value(edit)
+            .map_err(|e| RegistryError::internal("encoding an agent edit failed", &e))?
+        {
+            this.extend(given);
+        }
+        store
+            .put_agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug, agent_id, &this)
+            .await?;
+        edits.insert(agent_id.to_owned(), Value::Object(this));
+        merged(&manifest, &edits)
+            .into_iter()
+            .find(|a| a.id == agent_id)
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("`{app_slug}` has no agent `{agent_id}`"))
+            })
+    }
+}
