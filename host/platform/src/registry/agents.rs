@@ -187,3 +187,193 @@ impl Registry {
             })
     }
 }
+
+/// A workflow of an install as the tenant sees it: the manifest's, with the tenant's overrides.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstalledWorkflow {
+    /// The workflow's id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// The intent it serves.
+    pub intent: String,
+    /// Its steps.
+    pub flow: Vec<String>,
+    /// Phrases that route to it.
+    pub triggers: Vec<String>,
+    /// Phrases that must not.
+    pub non_triggers: Vec<String>,
+    /// Specific instructions.
+    pub specifics: Option<String>,
+    /// The fields the tenant overrode.
+    pub overridden: Vec<String>,
+}
+
+/// `PATCH /api/installs/{app}/workflows/{id}`: the fields to override, within section 8's
+/// limits (flow 1 to 50 steps of at most 500 characters, 20 triggers and non-triggers,
+/// specifics at most 2,000 characters).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowOverride {
+    /// Name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Intent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
+    /// Steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Vec<String>>,
+    /// Triggers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triggers: Option<Vec<String>>,
+    /// Non-triggers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub non_triggers: Option<Vec<String>>,
+    /// Specifics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specifics: Option<String>,
+}
+
+fn merged_workflows(manifest: &Manifest, overrides: &Map<String, Value>) -> Vec<InstalledWorkflow> {
+    manifest
+        .workflows
+        .iter()
+        .map(|w| {
+            let o = overrides.get(&w.id).and_then(Value::as_object);
+            let string = |name: &str| {
+                o.and_then(|o| o.get(name))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            let list = |name: &str| {
+                o.and_then(|o| o.get(name))
+                    .and_then(|v| serde_json::from_value::<Vec<String>>(v.clone()).ok())
+            };
+            InstalledWorkflow {
+                id: w.id.clone(),
+                name: string("name").unwrap_or_else(|| w.name.clone()),
+                intent: string("intent").unwrap_or_else(|| w.intent.clone()),
+                flow: list("flow").unwrap_or_else(|| w.flow.clone()),
+                triggers: list("triggers").unwrap_or_else(|| w.triggers.clone()),
+                non_triggers: list("non_triggers").unwrap_or_else(|| w.non_triggers.clone()),
+                specifics: string("specifics").or_else(|| w.specifics.clone()),
+                overridden: o.map(|o| o.keys().cloned().collect()).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+fn check_list(
+    field: &'static str,
+    items: &[String],
+    min: usize,
+    max: usize,
+    chars: usize,
+) -> Result<()> {
+    if items.len() < min
+        || items.len() > max
+        || items
+            .iter()
+            .any(|i| i.trim().is_empty() || i.chars().count() > chars)
+    {
+        return Err(RegistryError::BadRequest {
+            param: field,
+            message: format!(
+                "{field} must have {min} to {max} non-empty entries of at most {chars} characters"
+            ),
+        });
+    }
+    Ok(())
+}
+
+impl Registry {
+    /// The workflows of the tenant's install, with the tenant's overrides.
+    pub async fn installed_workflows(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+    ) -> Result<Vec<InstalledWorkflow>> {
+        let store = &self.inner.store;
+        let install = store
+            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
+            })?;
+        let manifest = self.manifest_of(app_slug, &install.version).await?;
+        let overrides = store
+            .workflow_overrides(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?;
+        Ok(merged_workflows(&manifest, &overrides))
+    }
+
+    /// Overrides fields of one workflow of the tenant's install, merged by the workflow's id.
+    pub async fn override_workflow(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        workflow_id: &str,
+        o: &WorkflowOverride,
+    ) -> Result<InstalledWorkflow> {
+        let store = &self.inner.store;
+        let install = store
+            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
+            })?;
+        let manifest = self.manifest_of(app_slug, &install.version).await?;
+        if !manifest.workflows.iter().any(|w| w.id == workflow_id) {
+            return Err(RegistryError::NotFound(format!(
+                "`{app_slug}` has no workflow `{workflow_id}`"
+            )));
+        }
+        if let Some(flow) = &o.flow {
+            check_list("flow", flow, 1, 50, 500)?;
+        }
+        if let Some(triggers) = &o.triggers {
+            check_list("triggers", triggers, 0, 20, 500)?;
+        }
+        if let Some(non_triggers) = &o.non_triggers {
+            check_list("non_triggers", non_triggers, 0, 20, 500)?;
+        }
+        if let Some(specifics) = &o.specifics {
+            too_long("specifics", specifics, 2_000)?;
+        }
+        for (field, value) in [("name", &o.name), ("intent", &o.intent)] {
+            if let Some(v) = value {
+                check_list(field, std::slice::from_ref(v), 1, 1, 500)?;
+            }
+        }
+        let mut overrides = store
+            .workflow_overrides(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?;
+        let mut this = overrides
+            .get(workflow_id)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        if let Value::Object(given) = serde_json::to_value(o)
+            .map_err(|e| RegistryError::internal("encoding a workflow override failed", &e))?
+        {
+            this.extend(given);
+        }
+        store
+            .put_workflow_overrides(
+                &tenant.org_id,
+                &tenant.tenant_id,
+                app_slug,
+                workflow_id,
+                &this,
+            )
+            .await?;
+        overrides.insert(workflow_id.to_owned(), Value::Object(this));
+        merged_workflows(&manifest, &overrides)
+            .into_iter()
+            .find(|w| w.id == workflow_id)
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("`{app_slug}` has no workflow `{workflow_id}`"))
+            })
+    }
+}

@@ -25,7 +25,7 @@ use atrium_store::{App, AppVersion, Developer, NewVersion, Registered, Store, Ve
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-pub use agents::{AgentEdit, InstalledAgent};
+pub use agents::{AgentEdit, InstalledAgent, InstalledWorkflow, WorkflowOverride};
 pub use bundle::{BUNDLE_ARCHIVE_BYTES, BUNDLE_LIMITS, BundleUpload};
 pub use errors::RegistryError;
 pub(crate) use installs::install_aad;

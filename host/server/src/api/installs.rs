@@ -610,3 +610,35 @@ pub async fn edit_agent(
         .await?;
     Ok(Json(agent))
 }
+
+/// `GET /api/installs/{app}/workflows`.
+#[derive(Debug, Serialize)]
+pub struct WorkflowList {
+    /// The install's workflows with the tenant's overrides.
+    pub workflows: Vec<atrium_platform::registry::InstalledWorkflow>,
+}
+
+/// The workflows of the caller's tenant's install, with the tenant's overrides.
+pub async fn workflows(
+    State(state): State<HostState>,
+    TenantUser(tenant): TenantUser,
+    Path(app): Path<String>,
+) -> Result<Json<WorkflowList>, ApiError> {
+    let workflows = registry(&state)?
+        .installed_workflows(&who(&tenant), &app)
+        .await?;
+    Ok(Json(WorkflowList { workflows }))
+}
+
+/// Overrides fields of a workflow of the caller's tenant's install, merged by its id.
+pub async fn override_workflow(
+    State(state): State<HostState>,
+    TenantAdmin(tenant): TenantAdmin,
+    Path((app, workflow)): Path<(String, String)>,
+    JsonBody(o): JsonBody<atrium_platform::registry::WorkflowOverride>,
+) -> Result<Json<atrium_platform::registry::InstalledWorkflow>, ApiError> {
+    let workflow = registry(&state)?
+        .override_workflow(&who(&tenant), &app, &workflow, &o)
+        .await?;
+    Ok(Json(workflow))
+}

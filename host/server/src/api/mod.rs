@@ -96,6 +96,11 @@ pub fn router() -> Router<HostState> {
         .route("/installs/{app}/deactivate", post(installs::deactivate))
         .route("/installs/{app}/upgrade", post(installs::upgrade))
         .route("/installs/{app}/agents", get(installs::agents))
+        .route("/installs/{app}/workflows", get(installs::workflows))
+        .route(
+            "/installs/{app}/workflows/{workflow}",
+            axum::routing::patch(installs::override_workflow),
+        )
         .route(
             "/installs/{app}/agents/{agent}",
             axum::routing::patch(installs::edit_agent),

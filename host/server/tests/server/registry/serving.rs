@@ -589,6 +589,55 @@ async fn a_failing_on_install_undoes_the_first_activation() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["result"]["invoices"], json!([]), "{body}");
     assert_eq!(body["result"]["currency"], "EUR", "{body}");
+    // Workflow overrides, merged by id and kept across a re-activation.
+    let workflows = format!("/api/installs/{desk}/workflows");
+    let (status, body) = host.get(&workflows, &admin).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["workflows"][0]["id"], "approve-flow", "{body}");
+    let flow = format!("{workflows}/approve-flow");
+    let (status, body) = host
+        .send(
+            "PATCH",
+            &flow,
+            Some(&admin),
+            Body::Json(json!({"specifics": "Never above 500 EUR."})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["specifics"], "Never above 500 EUR.");
+    assert_eq!(body["overridden"], json!(["specifics"]));
+    let (status, body) = host
+        .send(
+            "PATCH",
+            &flow,
+            Some(&admin),
+            Body::Json(json!({"flow": []})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["param"], "flow");
+    let (status, _) = host
+        .send(
+            "PATCH",
+            &format!("{workflows}/nothing"),
+            Some(&admin),
+            Body::Json(json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = host
+        .post(
+            &format!("/api/installs/{desk}/activate"),
+            &admin,
+            Body::Json(json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = host.get(&workflows, &admin).await;
+    assert_eq!(
+        body["workflows"][0]["specifics"], "Never above 500 EUR.",
+        "{body}"
+    );
     let (status, body) = host
         .post(
             &format!("/api/installs/{desk}/deactivate"),
