@@ -76,6 +76,26 @@ fn merged(manifest: &Manifest, edits: &Map<String, Value>) -> Vec<InstalledAgent
         .collect()
 }
 
+/// The stored edits of `id` with the fields `given` sets laid over them: an edit changes only
+/// what it names.
+fn merge_into(
+    stored: &Map<String, Value>,
+    id: &str,
+    given: &impl Serialize,
+) -> Result<Map<String, Value>> {
+    let mut merged = stored
+        .get(id)
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if let Value::Object(given) = serde_json::to_value(given)
+        .map_err(|e| RegistryError::internal("encoding an edit failed", &e))?
+    {
+        merged.extend(given);
+    }
+    Ok(merged)
+}
+
 fn too_long(field: &'static str, value: &str, max: usize) -> Result<()> {
     if value.chars().count() > max {
         return Err(RegistryError::BadRequest {
@@ -94,12 +114,7 @@ impl Registry {
         app_slug: &str,
     ) -> Result<Vec<InstalledAgent>> {
         let store = &self.inner.store;
-        let install = store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
-            })?;
+        let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
         let edits = store
             .agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug)
@@ -116,12 +131,7 @@ impl Registry {
         edit: &AgentEdit,
     ) -> Result<InstalledAgent> {
         let store = &self.inner.store;
-        let install = store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
-            })?;
+        let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
         if !manifest.agents.iter().any(|a| a.id == agent_id) {
             return Err(RegistryError::NotFound(format!(
@@ -165,16 +175,7 @@ impl Registry {
         let mut edits = store
             .agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug)
             .await?;
-        let mut this = edits
-            .get(agent_id)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        if let Value::Object(given) = serde_json::to_value(edit)
-            .map_err(|e| RegistryError::internal("encoding an agent edit failed", &e))?
-        {
-            this.extend(given);
-        }
+        let this = merge_into(&edits, agent_id, edit)?;
         store
             .put_agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug, agent_id, &this)
             .await?;
@@ -295,12 +296,7 @@ impl Registry {
         app_slug: &str,
     ) -> Result<Vec<InstalledWorkflow>> {
         let store = &self.inner.store;
-        let install = store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
-            })?;
+        let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
         let overrides = store
             .workflow_overrides(&tenant.org_id, &tenant.tenant_id, app_slug)
@@ -317,12 +313,7 @@ impl Registry {
         o: &WorkflowOverride,
     ) -> Result<InstalledWorkflow> {
         let store = &self.inner.store;
-        let install = store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
-            })?;
+        let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
         if !manifest.workflows.iter().any(|w| w.id == workflow_id) {
             return Err(RegistryError::NotFound(format!(
@@ -349,16 +340,7 @@ impl Registry {
         let mut overrides = store
             .workflow_overrides(&tenant.org_id, &tenant.tenant_id, app_slug)
             .await?;
-        let mut this = overrides
-            .get(workflow_id)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        if let Value::Object(given) = serde_json::to_value(o)
-            .map_err(|e| RegistryError::internal("encoding a workflow override failed", &e))?
-        {
-            this.extend(given);
-        }
+        let this = merge_into(&overrides, workflow_id, o)?;
         store
             .put_workflow_overrides(
                 &tenant.org_id,

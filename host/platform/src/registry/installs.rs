@@ -455,12 +455,7 @@ impl Registry {
         settings: &Map<String, Value>,
     ) -> Result<Install> {
         let store = &self.inner.store;
-        let install = store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
-            })?;
+        let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
         let sealed_keys = store
             .install_secret_keys(&tenant.org_id, &tenant.tenant_id, app_slug, "setting")
@@ -512,12 +507,7 @@ impl Registry {
             });
         }
         let store = &self.inner.store;
-        store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
-            })?;
+        self.tenant_install(tenant, app_slug).await?;
         let sealed = self.inner.secrets.seal(
             value.as_bytes(),
             &install_aad(tenant, app_slug, "override", key),
@@ -555,6 +545,17 @@ impl Registry {
                 "this tenant has no override of {key} for `{app_slug}`"
             )))
         }
+    }
+
+    /// The tenant's install of `app_slug`, or 404.
+    pub async fn tenant_install(&self, tenant: &TenantRef, app_slug: &str) -> Result<Install> {
+        self.inner
+            .store
+            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
+            })
     }
 
     /// The validated manifest of a stored version.

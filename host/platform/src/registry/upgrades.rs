@@ -138,14 +138,7 @@ impl Registry {
         granted_scopes: Option<Vec<String>>,
         version: Option<String>,
     ) -> Result<Activated> {
-        let install = self
-            .inner
-            .store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
-            })?;
+        let install = self.tenant_install(tenant, app_slug).await?;
         let app = self.inner.store.app(app_slug).await?;
         let target = version
             .or(install.pending_version.clone())
