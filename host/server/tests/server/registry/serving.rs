@@ -414,6 +414,56 @@ async fn tools_run_with_the_install_and_fail_alone() {
             let (status, body) = call("echo", json!({}), who).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
         }
+        // Nor any other endpoint of this install, even as an admin of its own tenant.
+        let depot_admin = token("depot", "admin", acme.secret.clone()).await;
+        for who in [&depot_admin, &stranger] {
+            let base = format!("/api/installs/{app}");
+            for (method, path, body) in [
+                ("GET", format!("{base}/agents"), Body::None),
+                (
+                    "PATCH",
+                    format!("{base}/agents/lead"),
+                    Body::Json(json!({"system_prompt": "x"})),
+                ),
+                ("GET", format!("{base}/workflows"), Body::None),
+                (
+                    "PATCH",
+                    base.clone(),
+                    Body::Json(json!({"settings": {"greeting": "x"}})),
+                ),
+                (
+                    "PUT",
+                    format!("{base}/secrets/API_KEY"),
+                    Body::Json(json!({"value": "x"})),
+                ),
+                ("POST", format!("{base}/upgrade"), Body::Json(json!({}))),
+            ] {
+                let (status, answer) = host.send(method, &path, Some(who), body).await;
+                assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {answer}");
+            }
+            // An inbound message of another tenant reaches that tenant's installs only.
+            let (status, body) = host
+                .post(
+                    "/api/inbound/email",
+                    who,
+                    Body::Json(json!({"from": "x@example.com", "body": "hi"})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert!(
+                body["dispatched"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|d| d["app"] != app.as_str()),
+                "{body}"
+            );
+        }
+        let (_, body) = call("platform", json!({"op": "secret", "key": "API_KEY"}), &user).await;
+        assert_eq!(
+            body["result"]["ok"], "developer-default",
+            "untouched by the refused override: {body}"
+        );
         let (status, _) = call("echo", json!({}), &acme.secret).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         // The other organization's tenant `shop` installs the same app: its own records.
