@@ -22,9 +22,11 @@ pub mod config;
 pub mod embed;
 pub mod gateway;
 pub mod providers;
+pub mod request;
 pub mod router;
 
 pub use catalog::{Catalog, Jurisdiction, ModelInfo, ProviderId};
 pub use config::InferenceConfig;
 pub use gateway::{Attempt, Completed, Gateway, GatewayError, Streaming};
+pub use request::{ChatCall, InvalidChat, parse_chat};
 pub use router::{PII_MESSAGE, RouteError, Selection, Tier, route};

@@ -18,7 +18,9 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore};
 
-use crate::chat::{Parsed, completion_body, parse};
+use atrium_inference::ChatCall;
+
+use crate::chat::{completion_body, parse};
 use crate::extract::{JsonBody, Org, TenantHeader};
 use crate::{ApiError, HostState};
 
@@ -226,12 +228,12 @@ async fn run_item(state: &HostState, claimed: ClaimedItem) {
     let request: Value = serde_json::from_str(&claimed.item.request).unwrap_or(Value::Null);
     let (status, result, usage) = match parse(request) {
         Err(error) => (ItemStatus::Failed, error_body(&error), None),
-        Ok(Parsed { stream: true, .. }) => (
+        Ok(ChatCall { stream: true, .. }) => (
             ItemStatus::Failed,
             error_body(&ApiError::field("stream", "batch items cannot stream")),
             None,
         ),
-        Ok(Parsed {
+        Ok(ChatCall {
             selection, request, ..
         }) => match state.gateway.chat(&selection, &request).await {
             Err(error) => (ItemStatus::Failed, error_body(&ApiError::from(error)), None),
@@ -252,6 +254,7 @@ async fn run_item(state: &HostState, claimed: ClaimedItem) {
                     completion_tokens: i64::try_from(outcome.completion_tokens).unwrap_or(i64::MAX),
                     cost_micros: cost,
                     batch: true,
+                    app_slug: None,
                 };
                 (
                     ItemStatus::Completed,

@@ -3,12 +3,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use atrium_inference::providers::{ChatRequest, PASSTHROUGH_FIELDS};
-use atrium_inference::{ProviderId, Selection, Tier};
+use atrium_inference::{ChatCall, InvalidChat, parse_chat};
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::extract::{JsonBody, Org, TenantHeader};
 use crate::{ApiError, HostState};
@@ -16,137 +15,10 @@ use crate::{ApiError, HostState};
 /// The tenant of calls that name none.
 pub const DEFAULT_TENANT: &str = "default";
 
-const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
-
 /// Checks the request and splits it into the routing selection and the provider request.
-pub(crate) fn parse(body: Value) -> Result<Parsed, ApiError> {
-    let Value::Object(mut body) = body else {
-        return Err(ApiError::bad_request(
-            "the body must be a JSON object",
-            None,
-        ));
-    };
-    let messages = match body.remove("messages") {
-        Some(Value::Array(m)) if !m.is_empty() => m,
-        Some(Value::Array(_)) => {
-            return Err(ApiError::field("messages", "messages must not be empty"));
-        }
-        Some(_) => {
-            return Err(ApiError::field(
-                "messages",
-                "messages must be an array of {role, content} objects",
-            ));
-        }
-        None => return Err(ApiError::field("messages", "messages is required")),
-    };
-    for (i, m) in messages.iter().enumerate() {
-        let param = format!("messages[{i}]");
-        let role = m
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::field(&param, format!("{param}.role is required")))?;
-        if !ROLES.contains(&role) {
-            return Err(ApiError::field(
-                &param,
-                format!("{param}.role `{role}` is not one of {}", ROLES.join(", ")),
-            ));
-        }
-        match m.get("content") {
-            Some(Value::String(_) | Value::Array(_)) => {}
-            Some(Value::Null) | None if role == "assistant" && m.get("tool_calls").is_some() => {}
-            _ => {
-                return Err(ApiError::field(
-                    &param,
-                    format!("{param}.content must be a string or an array of parts"),
-                ));
-            }
-        }
-    }
-    let tier = match body.remove("tier") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) => Some(Tier::parse(&t).ok_or_else(|| {
-            ApiError::field(
-                "tier",
-                format!("tier `{t}` is not one of eu-sovereign, frontier, cheapest"),
-            )
-        })?),
-        Some(_) => return Err(ApiError::field("tier", "tier must be a string")),
-    };
-    let provider = match body.remove("provider") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(p)) => Some(ProviderId::parse(&p).ok_or_else(|| {
-            ApiError::field(
-                "provider",
-                format!("provider `{p}` is not one of {}", ProviderId::names()),
-            )
-        })?),
-        Some(_) => return Err(ApiError::field("provider", "provider must be a string")),
-    };
-    let model = match body.remove("model") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(m)) if !m.trim().is_empty() => Some(m),
-        Some(_) => return Err(ApiError::field("model", "model must be a non-empty string")),
-    };
-    // OpenAI clients must send a model: a tier's name in `model` means that tier.
-    let (tier, model) = match (tier, model) {
-        (None, Some(name)) if Tier::parse(&name).is_some() => (Tier::parse(&name), None),
-        other => other,
-    };
-    let contains_pii = match body.remove("contains_pii") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(_) => {
-            return Err(ApiError::field(
-                "contains_pii",
-                "contains_pii must be true or false",
-            ));
-        }
-    };
-    let stream = match body.remove("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(_) => return Err(ApiError::field("stream", "stream must be true or false")),
-    };
-    let include_usage = match body.remove("stream_options") {
-        None | Some(Value::Null) => false,
-        Some(options) => match options.get("include_usage") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                return Err(ApiError::field(
-                    "stream_options",
-                    "stream_options.include_usage must be true or false",
-                ));
-            }
-        },
-    };
-    let mut params = Map::new();
-    for field in PASSTHROUGH_FIELDS {
-        if let Some(v) = body.remove(*field)
-            && !v.is_null()
-        {
-            params.insert((*field).to_owned(), v);
-        }
-    }
-    Ok(Parsed {
-        selection: Selection {
-            tier,
-            provider,
-            model,
-            contains_pii,
-        },
-        request: ChatRequest { messages, params },
-        stream,
-        include_usage,
-    })
-}
-
-/// A checked request.
-pub(crate) struct Parsed {
-    pub selection: Selection,
-    pub request: ChatRequest,
-    pub stream: bool,
-    pub include_usage: bool,
+pub(crate) fn parse(body: Value) -> Result<ChatCall, ApiError> {
+    parse_chat(body)
+        .map_err(|InvalidChat { param, message }| ApiError::bad_request(message, param.as_deref()))
 }
 
 fn completion_id() -> String {
@@ -165,7 +37,7 @@ pub async fn completions(
     tenant: TenantHeader,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
-    let Parsed {
+    let ChatCall {
         selection,
         request,
         stream,
@@ -213,6 +85,7 @@ pub async fn completions(
         completion_tokens: i64::try_from(outcome.completion_tokens).unwrap_or(i64::MAX),
         cost_micros: cost,
         batch: false,
+        app_slug: None,
     };
     state.metering.record(record).await;
     Ok(Json(completion_body(&completed, cost, &tenant)).into_response())

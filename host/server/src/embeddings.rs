@@ -159,6 +159,7 @@ pub async fn create(
             completion_tokens: 0,
             cost_micros: billed.saturating_mul(embedder.micros_per_million()) / 1_000_000,
             batch: false,
+            app_slug: None,
         })
         .await;
     Ok(Json(json!({

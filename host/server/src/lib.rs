@@ -12,7 +12,6 @@ mod chat;
 mod embeddings;
 mod error;
 mod extract;
-mod meter;
 mod rag;
 mod stream;
 mod v1;
@@ -24,11 +23,11 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
 pub use api::Dev;
+pub use atrium_store::Metering;
 pub use auth::TTL as KEY_CACHE_TTL;
 pub use chat::DEFAULT_TENANT;
 pub use error::{ApiError, ERROR_ID_HEADER};
 pub use extract::{JsonBody, Org, TENANT_HEADER, TenantHeader};
-pub use meter::Metering;
 
 /// The largest request body accepted (a 413 beyond it).
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
@@ -43,7 +42,7 @@ pub struct HostState {
     /// The batch runner's settings and wake-up signal.
     pub batches: std::sync::Arc<batches::BatchRunner>,
     /// The metering writer.
-    pub metering: meter::Metering,
+    pub metering: atrium_store::Metering,
     /// Recently authenticated keys.
     pub keys: std::sync::Arc<auth::KeyCache>,
     /// Recently authenticated tenant tokens.
@@ -64,7 +63,7 @@ impl HostState {
     /// A state with the default batch runner settings; starts the metering writer, so call it
     /// on a Tokio runtime.
     pub fn new(store: atrium_store::Store, gateway: atrium_inference::Gateway) -> Self {
-        let metering = meter::Metering::start(store.clone());
+        let metering = atrium_store::Metering::start(store.clone());
         HostState {
             store,
             gateway: std::sync::Arc::new(gateway),
@@ -92,7 +91,8 @@ impl HostState {
                 registry.runtime().clone(),
                 atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
             )
-            .with_retrieval(self.retrieval.clone()),
+            .with_retrieval(self.retrieval.clone())
+            .with_chat(self.gateway.clone(), self.metering.clone()),
         );
         self.registry = Some(registry);
         self.identity = Some(std::sync::Arc::new(identity));

@@ -44,6 +44,7 @@ async fn meter(state: &HostState, org: &Org, tenant: &str, usage: &EmbedUsage) {
             completion_tokens: 0,
             cost_micros: usage.cost_micros,
             batch: false,
+            app_slug: None,
         })
         .await;
 }

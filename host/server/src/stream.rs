@@ -53,6 +53,7 @@ impl Meter {
             completion_tokens: i64::try_from(completion).unwrap_or(i64::MAX),
             cost_micros: self.model.cost_micros(prompt, completion, false),
             batch: false,
+            app_slug: None,
         };
         let metering = self.metering.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {

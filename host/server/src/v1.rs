@@ -106,8 +106,24 @@ pub async fn usage(
             .ok_or_else(|| {
                 ApiError::not_found(format!("this organization has no tenant `{tenant}`"))
             })?;
+        let per_app: Vec<Value> = state
+            .store
+            .tenant_usage_by_app(&org.org_id, &tenant)
+            .await?
+            .iter()
+            .map(|a| {
+                json!({
+                    "app": a.app_slug,
+                    "calls": a.calls,
+                    "prompt_tokens": a.prompt_tokens,
+                    "completion_tokens": a.completion_tokens,
+                    "tokens": a.prompt_tokens + a.completion_tokens,
+                    "cost_usd": usd(a.cost_micros),
+                })
+            })
+            .collect();
         return Ok(Json(
-            json!({"object": "usage", "tenant": tenant_entry(&usage)}),
+            json!({"object": "usage", "tenant": tenant_entry(&usage), "per_app": per_app}),
         ));
     }
     let usage = state.store.usage(&org.org_id).await?;

@@ -206,10 +206,10 @@ impl Store {
             if let Some(r) = usage {
                 sqlx::query(
                     "INSERT INTO usage_records (id, org_id, tenant_id, kind, provider, model, prompt_tokens, \
-                     completion_tokens, cost_micros, batch, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                     completion_tokens, cost_micros, batch, created_at, app_slug) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                 )
                 .bind(&usage_id).bind(&r.org_id).bind(&r.tenant_id).bind(&r.kind).bind(&r.provider).bind(&r.model)
-                .bind(r.prompt_tokens).bind(r.completion_tokens).bind(r.cost_micros).bind(i64::from(r.batch)).bind(now)
+                .bind(r.prompt_tokens).bind(r.completion_tokens).bind(r.cost_micros).bind(i64::from(r.batch)).bind(now).bind(&r.app_slug)
                 .execute(&mut *tx).await?;
             }
             tx.commit().await?;

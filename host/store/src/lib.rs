@@ -17,6 +17,7 @@ mod batches;
 mod developers;
 mod installs;
 mod keys;
+mod meter;
 mod public_routes;
 mod rag;
 mod records;
@@ -43,6 +44,7 @@ pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
+pub use meter::Metering;
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
@@ -54,7 +56,7 @@ pub use tenant_tokens::{
     TenantToken, check_display_name, check_user_id,
 };
 pub use tenants::{Tenant, check_tenant_id};
-pub use usage::{TenantUsage, Usage, UsageRecord, UsageTotals};
+pub use usage::{AppUsage, TenantUsage, Usage, UsageRecord, UsageTotals};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]

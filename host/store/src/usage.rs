@@ -26,6 +26,24 @@ pub struct UsageRecord {
     pub cost_micros: i64,
     /// Whether the call was a batch item (metered at the batch rate).
     pub batch: bool,
+    /// The installed app the call was made for (a platform tool), or none for a call made
+    /// straight to /v1.
+    pub app_slug: Option<String>,
+}
+
+/// Usage of one tenant by one installed app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppUsage {
+    /// The app's slug.
+    pub app_slug: String,
+    /// Metered calls.
+    pub calls: i64,
+    /// Input tokens.
+    pub prompt_tokens: i64,
+    /// Output tokens.
+    pub completion_tokens: i64,
+    /// Cost in micro-dollars.
+    pub cost_micros: i64,
 }
 
 /// Usage of one tenant.
@@ -108,7 +126,7 @@ impl Store {
                 .await?;
                 sqlx::query(
                     "INSERT INTO usage_records (id, org_id, tenant_id, kind, provider, model, prompt_tokens, \
-                     completion_tokens, cost_micros, batch, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                     completion_tokens, cost_micros, batch, created_at, app_slug) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                 )
                 .bind(id)
                 .bind(&record.org_id)
@@ -121,6 +139,7 @@ impl Store {
                 .bind(record.cost_micros)
                 .bind(i64::from(record.batch))
                 .bind(now)
+                .bind(&record.app_slug)
                 .execute(&mut *tx)
                 .await?;
             }
@@ -149,6 +168,40 @@ impl Store {
             .await?
             .into_iter()
             .next())
+    }
+
+    /// Usage of one tenant by each installed app that made metered calls, by slug.
+    pub async fn tenant_usage_by_app(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+    ) -> Result<Vec<AppUsage>> {
+        let rows = on_pool!(self, pool => {
+            sqlx::query(
+                "SELECT app_slug, COUNT(id) AS calls, \
+                        CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens, \
+                        CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens, \
+                        CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) AS cost_micros \
+                   FROM usage_records WHERE org_id = $1 AND tenant_id = $2 AND app_slug IS NOT NULL \
+                  GROUP BY app_slug ORDER BY app_slug",
+            )
+            .bind(org_id)
+            .bind(tenant_id)
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(AppUsage {
+                    app_slug: r.try_get("app_slug")?,
+                    calls: r.try_get("calls")?,
+                    prompt_tokens: r.try_get("prompt_tokens")?,
+                    completion_tokens: r.try_get("completion_tokens")?,
+                    cost_micros: r.try_get("cost_micros")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+        });
+        Ok(rows)
     }
 
     async fn tenant_rows(

@@ -65,6 +65,7 @@ struct Inner {
     registry: Registry,
     runtime: Runtime,
     retrieval: Option<Arc<atrium_retrieval::Retrieval>>,
+    chat: Option<tools::Chat>,
     capacity: usize,
     loaded: Mutex<Loaded>,
 }
@@ -91,6 +92,7 @@ impl Serving {
                 registry,
                 runtime,
                 retrieval: None,
+                chat: None,
                 capacity: capacity.max(1),
                 loaded: Mutex::default(),
             }),
@@ -100,13 +102,31 @@ impl Serving {
     /// The same serving with managed retrieval, which the knowledge tools use.
     #[must_use]
     pub fn with_retrieval(self, retrieval: Option<Arc<atrium_retrieval::Retrieval>>) -> Self {
-        let inner = Inner {
+        self.rebuilt(|inner| inner.retrieval = retrieval)
+    }
+
+    /// The same serving with the chat gateway, which the `chat.complete` tool calls, and the
+    /// metering writer that bills its calls to the install's tenant.
+    #[must_use]
+    pub fn with_chat(
+        self,
+        gateway: Arc<atrium_inference::Gateway>,
+        metering: atrium_store::Metering,
+    ) -> Self {
+        self.rebuilt(|inner| inner.chat = Some(tools::Chat { gateway, metering }))
+    }
+
+    /// A serving like this one, changed by `change`, with nothing loaded yet.
+    fn rebuilt(self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = Inner {
             registry: self.inner.registry.clone(),
             runtime: self.inner.runtime.clone(),
-            retrieval,
+            retrieval: self.inner.retrieval.clone(),
+            chat: self.inner.chat.clone(),
             capacity: self.inner.capacity,
             loaded: Mutex::default(),
         };
+        change(&mut inner);
         Serving {
             inner: Arc::new(inner),
         }
@@ -255,6 +275,7 @@ impl Serving {
             tenant.clone(),
             install.app_slug.clone(),
             knowledge,
+            self.inner.chat.clone(),
         ));
         let mut inv = Invocation::new(tenant.tenant_id.clone(), platform)
             .with_scopes(install.granted_scopes.iter().cloned());

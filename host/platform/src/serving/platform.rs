@@ -1,5 +1,5 @@
 //! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, over the SQL
-//! store. Platform tools and secrets are served here; rooms, agents, events and commitments
+//! store. Platform tools (records, knowledge, chat) and secrets are served here; rooms, agents, events and commitments
 //! come with their own issues and answer a typed refusal until then.
 
 use async_trait::async_trait;
@@ -21,6 +21,7 @@ pub struct InstallPlatform {
     tenant: TenantRef,
     app_slug: String,
     knowledge: tools::Knowledge,
+    chat: Option<tools::Chat>,
 }
 
 impl InstallPlatform {
@@ -30,12 +31,14 @@ impl InstallPlatform {
         tenant: TenantRef,
         app_slug: String,
         knowledge: tools::Knowledge,
+        chat: Option<tools::Chat>,
     ) -> Self {
         InstallPlatform {
             registry,
             tenant,
             app_slug,
             knowledge,
+            chat,
         }
     }
 
@@ -72,6 +75,10 @@ impl Platform for InstallPlatform {
         if tool.starts_with("knowledge.") {
             let t = &self.tenant;
             return tools::knowledge(&self.knowledge, &t.org_id, &t.tenant_id, tool, &args).await;
+        }
+        if tool == "chat.complete" {
+            let chat = self.chat.as_ref();
+            return tools::chat(chat, &self.tenant, &self.app_slug, tool, &args).await;
         }
         tools::records(self.registry.store(), self.scope(), tool, &args).await
     }

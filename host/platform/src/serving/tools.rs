@@ -1,5 +1,6 @@
 //! The platform tools apps reach through `tools.call`: a documented catalogue, each with the
-//! scopes an install must hold (docs/platform.md). Today: the app's own records.
+//! scopes an install must hold (docs/platform.md): the app's own records, the knowledge
+//! collections bound to its rag slots, and chat through the /v1 gateway, billed to the tenant.
 
 use atrium_manifest::sandbox::{Decision, ToolRefusal};
 use atrium_runtime::ToolCallError;
@@ -19,6 +20,11 @@ pub struct PlatformTool {
 
 /// Every platform tool, by name.
 pub const TOOLS: &[PlatformTool] = &[
+    PlatformTool {
+        name: "chat.complete",
+        scopes: &[],
+        description: "A chat completion through the host's gateway: the body of /v1/chat/completions (`messages`, and `tier`, `provider`, `model`, `contains_pii` and the OpenAI parameters), not streamed. Billed to the install's tenant, the app named in the usage record. Answers `{content, message, finish_reason, model, provider, usage: {prompt_tokens, completion_tokens, total_tokens, cost_usd}}`.",
+    },
     PlatformTool {
         name: "knowledge.add",
         scopes: &["knowledge.write"],
@@ -308,4 +314,92 @@ pub(crate) async fn knowledge(
             format!("the platform has no tool `{other}`"),
         )),
     }
+}
+
+/// What the chat tool needs: the gateway the /v1 API routes through and the metering writer
+/// that bills the tenant.
+#[derive(Clone)]
+pub(crate) struct Chat {
+    pub(crate) gateway: std::sync::Arc<atrium_inference::Gateway>,
+    pub(crate) metering: atrium_store::Metering,
+}
+
+/// The refusal of a gateway failure: a request no backend would take is the app's to mend
+/// (`invalid_arguments`); backends that failed or none configured are the platform's.
+fn gateway_refusal(tool: &str, error: &atrium_inference::GatewayError) -> ToolCallError {
+    use atrium_inference::{GatewayError, RouteError};
+    match error {
+        GatewayError::Route(RouteError::Policy(_) | RouteError::Invalid { .. })
+        | GatewayError::Refused(_) => refuse(tool, Decision::InvalidArguments, error.to_string()),
+        GatewayError::Exhausted(_) => refuse(tool, Decision::NetworkError, error.to_string()),
+        GatewayError::Route(RouteError::Unavailable(_)) => failed(tool, error),
+    }
+}
+
+/// Runs `chat.complete` for the install of `app_slug` in `tenant`, and meters it to them.
+pub(crate) async fn chat(
+    chat: Option<&Chat>,
+    tenant: &crate::registry::TenantRef,
+    app_slug: &str,
+    tool: &str,
+    args: &Value,
+) -> Result<Value, ToolCallError> {
+    let call = atrium_inference::parse_chat(args.clone()).map_err(|e| {
+        let message = match &e.param {
+            Some(param) if !e.message.contains(param.as_str()) => {
+                format!("`{param}`: {}", e.message)
+            }
+            _ => e.message.clone(),
+        };
+        refuse(tool, Decision::InvalidArguments, message)
+    })?;
+    if call.stream {
+        return Err(refuse(
+            tool,
+            Decision::InvalidArguments,
+            "`stream` cannot be true: the platform tool answers with the whole completion",
+        ));
+    }
+    let Some(chat) = chat else {
+        return Err(failed(
+            tool,
+            &"the chat gateway is not running on this host",
+        ));
+    };
+    let completed = chat
+        .gateway
+        .chat(&call.selection, &call.request)
+        .await
+        .map_err(|e| gateway_refusal(tool, &e))?;
+    let outcome = &completed.outcome;
+    let cost = completed
+        .model
+        .cost_micros(outcome.prompt_tokens, outcome.completion_tokens, false);
+    chat.metering
+        .record(atrium_store::UsageRecord {
+            org_id: tenant.org_id.clone(),
+            tenant_id: tenant.tenant_id.clone(),
+            kind: "chat".into(),
+            provider: completed.model.provider.as_str().into(),
+            model: completed.model.id.clone(),
+            prompt_tokens: i64::try_from(outcome.prompt_tokens).unwrap_or(i64::MAX),
+            completion_tokens: i64::try_from(outcome.completion_tokens).unwrap_or(i64::MAX),
+            cost_micros: cost,
+            batch: false,
+            app_slug: Some(app_slug.to_owned()),
+        })
+        .await;
+    Ok(json!({
+        "content": outcome.message.get("content").cloned().unwrap_or(Value::Null),
+        "message": outcome.message,
+        "finish_reason": outcome.finish_reason,
+        "model": completed.model.id,
+        "provider": completed.model.provider.as_str(),
+        "usage": {
+            "prompt_tokens": outcome.prompt_tokens,
+            "completion_tokens": outcome.completion_tokens,
+            "total_tokens": outcome.prompt_tokens + outcome.completion_tokens,
+            "cost_usd": cost as f64 / 1_000_000.0,
+        },
+    }))
 }

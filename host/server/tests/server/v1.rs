@@ -80,6 +80,7 @@ async fn tenants_register_update_and_show_in_usage() {
             completion_tokens: 3,
             cost_micros: cost,
             batch: false,
+            app_slug: None,
         };
         store.record_usage(&record("t-1", 1_250)).await.unwrap();
         store.record_usage(&record("t-2", 500)).await.unwrap();

@@ -43,6 +43,7 @@ fn record(org: &str, tenant: &str, cost_micros: i64) -> UsageRecord {
         completion_tokens: 5,
         cost_micros,
         batch: false,
+        app_slug: None,
     }
 }
 
@@ -204,6 +205,7 @@ async fn usage_rolls_up_per_tenant_and_per_organization() {
         store
             .record_usage(&UsageRecord {
                 batch: true,
+                app_slug: None,
                 ..record(&org, "t-b", 750)
             })
             .await

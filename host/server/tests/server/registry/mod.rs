@@ -30,7 +30,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 pub(super) use crate::host::{Body, code, message};
-use crate::{state, unique};
+use crate::unique;
 
 /// A host serving on a free port (the shared [`crate::host::Host`], which requests go to
 /// through `Deref`), with its registry under a data directory of its own.
@@ -39,6 +39,8 @@ pub(super) struct Host {
     store: Store,
     data: tempfile::TempDir,
     issuer: TokenIssuer,
+    /// The fake model providers the host's gateway (and so the `chat.complete` tool) calls.
+    pub(super) fakes: crate::chat::Fakes,
 }
 
 impl std::ops::Deref for Host {
@@ -71,7 +73,9 @@ impl Host {
         )
         .await
         .unwrap();
-        let state = state(store, vec![])
+        let fakes = crate::chat::Fakes::new();
+        let gateway = crate::chat::gateway(&fakes).await;
+        let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_retrieval(retrieval)
             .with_registry(registry, identity);
         Host {
@@ -79,6 +83,7 @@ impl Host {
             store: store.clone(),
             data,
             issuer,
+            fakes,
         }
     }
 

@@ -164,6 +164,93 @@ async fn tools_run_with_the_install_and_fail_alone() {
         )
         .await;
         assert_eq!(body["result"]["err"]["decision"], "unknown_tool", "{body}");
+
+        // Chat through the host's gateway, billed to the tenant with the app named.
+        let chat = |args: Value| json!({"op": "tool", "name": "chat.complete", "args": args});
+        let (status, body) = call(
+            "platform",
+            chat(
+                json!({"messages": [{"role": "user", "content": "hello"}], "tier": "eu-sovereign"}),
+            ),
+            &user,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let answer = &body["result"]["ok"];
+        assert!(
+            answer["content"]
+                .as_str()
+                .is_some_and(|c| c.ends_with("says hi")),
+            "{body}"
+        );
+        assert_eq!(answer["usage"]["total_tokens"], 15, "{body}");
+        let provider = answer["provider"].as_str().unwrap().to_owned();
+        assert_eq!(host.fakes.calls(&provider), 1, "{body}");
+        let (_, body) = call("platform", chat(json!({"messages": []})), &user).await;
+        assert_eq!(
+            body["result"]["err"]["decision"], "invalid_arguments",
+            "{body}"
+        );
+        assert!(
+            body["result"]["err"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("messages")),
+            "{body}"
+        );
+        let streamed =
+            chat(json!({"messages": [{"role": "user", "content": "x"}], "stream": true}));
+        let (_, body) = call("platform", streamed, &user).await;
+        assert_eq!(
+            body["result"]["err"]["decision"], "invalid_arguments",
+            "{body}"
+        );
+        let pii_abroad = chat(
+            json!({"messages": [{"role": "user", "content": "x"}], "provider": "openai", "contains_pii": true}),
+        );
+        let (_, body) = call("platform", pii_abroad, &user).await;
+        assert_eq!(
+            body["result"]["err"]["decision"], "invalid_arguments",
+            "{body}"
+        );
+        assert_eq!(
+            host.fakes.calls("openai"),
+            0,
+            "the EU data policy holds for apps too"
+        );
+        // A call straight to /v1 for the same tenant is counted for it, not for the app.
+        let response = reqwest::Client::new()
+            .post(format!("{}/v1/chat/completions", host.base()))
+            .bearer_auth(&acme.secret)
+            .header("x-service-tenant", "shop")
+            .json(
+                &json!({"model": "eu-sovereign", "messages": [{"role": "user", "content": "hi"}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let usage: Value = reqwest::Client::new()
+            .get(format!("{}/v1/usage?tenant=shop", host.base()))
+            .bearer_auth(&acme.secret)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            usage["tenant"]["calls"].as_i64().unwrap() >= 2,
+            true,
+            "{usage}"
+        );
+        assert_eq!(
+            usage["per_app"].as_array().map(Vec::len),
+            Some(1),
+            "{usage}"
+        );
+        assert_eq!(usage["per_app"][0]["app"], app.as_str(), "{usage}");
+        assert_eq!(usage["per_app"][0]["calls"], 1, "{usage}");
+        assert_eq!(usage["per_app"][0]["tokens"], 15, "{usage}");
         // Not yet on this host: a typed refusal, not a failure of the call.
         let (status, body) = call(
             "platform",

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use atrium_store::{Store, UsageRecord};
+use crate::{Store, UsageRecord};
 use tokio::sync::{mpsc, oneshot};
 
 /// Records queued at most before callers wait (backpressure when the database is slow).
