@@ -234,6 +234,30 @@ fn submit_route(_: &Ctx<'_>, request: Request) -> Result<Response, Error> {
     })
 }
 
+/// Answers with the status and headers the request body asks for (`{status, headers: [[name,
+/// value]]}`), and shows the request headers the app was given, so that the host's floor on
+/// both can be tested.
+fn raw_route(_: &Ctx<'_>, request: Request) -> Result<Response, Error> {
+    let asked: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+    let status = asked["status"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok())
+        .unwrap_or(200);
+    let mut headers: Vec<(String, String)> = asked["headers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|pair| Some((pair[0].as_str()?.to_owned(), pair[1].as_str()?.to_owned())))
+        .collect();
+    headers.push(("content-type".into(), "application/json".into()));
+    let body = json!({"request_headers": request.headers});
+    Ok(Response {
+        status,
+        headers,
+        body: body.to_string().into_bytes(),
+    })
+}
+
 fn open_route(ctx: &Ctx<'_>, _: Request) -> Result<Response, Error> {
     let emitted = ctx.events.emit("probe_event", json!({}));
     Ok(Response::json(
@@ -290,6 +314,7 @@ pub fn app() -> Result<App, RegistrationError> {
         })?
         .route("GET", "/echo/{word}", echo_route)?
         .route("POST", "/submit", submit_route)?
+        .route("POST", "/raw", raw_route)?
         .route("GET", "/open", open_route)?;
     Ok(app)
 }

@@ -297,6 +297,139 @@ async fn routes_are_served_behind_the_floor_and_public_ones_without_a_session() 
             answer.headers
         );
         assert!(answer.headers.get("set-cookie").is_none());
+
+        // The floor on what the app is given and what it answers, from an app that tries:
+        // credentials, cookies, forwarding and forged context headers never reach it; its
+        // `Set-Cookie` and unlisted headers never reach the client; an absolute `Location`
+        // is dropped and a rooted one is kept under the address the request came in on.
+        let raw = |status: u16, headers: Value| {
+            let body = serde_json::to_vec(&json!({"status": status, "headers": headers})).unwrap();
+            Some(("application/json", body))
+        };
+        let answer = host
+            .send(
+                "POST",
+                &route("/raw"),
+                Some(&user),
+                &[
+                    ("cookie", "session=stolen"),
+                    ("x-forwarded-for", "10.0.0.1"),
+                    ("x-atrium-role", "admin"),
+                    ("user-agent", "probe-test"),
+                    ("accept-language", "de"),
+                ],
+                raw(
+                    200,
+                    json!([
+                        ["set-cookie", "sid=1; HttpOnly"],
+                        ["x-internal", "1"],
+                        ["cache-control", "no-store"],
+                        ["location", "/next"]
+                    ]),
+                ),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        let given: std::collections::HashMap<String, String> = answer.body["request_headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p[0].as_str().unwrap().to_owned(),
+                    p[1].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            given.get("user-agent").map(String::as_str),
+            Some("probe-test"),
+            "{given:?}"
+        );
+        assert_eq!(given.get("accept-language").map(String::as_str), Some("de"));
+        assert_eq!(
+            given.get("x-atrium-tenant").map(String::as_str),
+            Some("shop")
+        );
+        assert_eq!(
+            given.get("x-atrium-role").map(String::as_str),
+            Some("user"),
+            "{given:?}"
+        );
+        for dropped in ["authorization", "cookie", "x-forwarded-for"] {
+            assert!(
+                !given.contains_key(dropped),
+                "{dropped} reached the app: {given:?}"
+            );
+        }
+        assert!(
+            answer.headers.get("set-cookie").is_none(),
+            "{:?}",
+            answer.headers
+        );
+        assert!(
+            answer.headers.get("x-internal").is_none(),
+            "{:?}",
+            answer.headers
+        );
+        assert_eq!(answer.headers["cache-control"], "no-store");
+        assert_eq!(
+            answer.headers["location"].to_str().unwrap(),
+            format!("/api/apps/{app}/routes/next")
+        );
+        let answer = host
+            .send(
+                "POST",
+                &route("/raw"),
+                Some(&user),
+                &[],
+                raw(302, json!([["location", "https://evil.example/"]])),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::FOUND, "{}", answer.body);
+        assert!(
+            answer.headers.get("location").is_none(),
+            "{:?}",
+            answer.headers
+        );
+        // The app's server errors are its own: the client sees 502, never the app's 5xx body.
+        for status in [500, 503] {
+            let answer = host
+                .send(
+                    "POST",
+                    &route("/raw"),
+                    Some(&user),
+                    &[],
+                    raw(status, json!([])),
+                )
+                .await;
+            assert_eq!(
+                answer.status,
+                StatusCode::BAD_GATEWAY,
+                "{status}: {}",
+                answer.body
+            );
+            assert_eq!(code(&answer.body), "app_failed", "{}", answer.body);
+            assert!(
+                answer.body.get("request_headers").is_none(),
+                "{}",
+                answer.body
+            );
+        }
+        let answer = host
+            .send(
+                "POST",
+                &route("/raw"),
+                Some(&user),
+                &[],
+                raw(404, json!([])),
+            )
+            .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::NOT_FOUND,
+            "a client error passes through"
+        );
         let answer = host
             .json("POST", &route("/submit"), &user, json!({"a": 1}))
             .await;
