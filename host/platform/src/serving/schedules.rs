@@ -4,6 +4,10 @@
 //! app's `on_schedule`. With several hosts on one database a schedule fires once per due
 //! minute; a minute during which no host runs is not caught up.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use atrium_manifest::Schedule;
 use atrium_manifest::cron::CronExpr;
 use atrium_runtime::Caller;
 use atrium_store::ScheduleSlot;
@@ -46,17 +50,23 @@ impl Serving {
         let registry = self.registry().clone();
         let store = registry.store();
         let mut runs = Vec::new();
+        // Installs share versions: each version's schedules are read and parsed once a scan.
+        let mut schedules_of: HashMap<(String, String), Vec<Schedule>> = HashMap::new();
         for install in store.active_installs().await? {
-            let Some(version) = store.version(&install.app_slug, &install.version).await? else {
-                continue;
+            let key = (install.app_slug.clone(), install.version.clone());
+            let schedules = match schedules_of.entry(key) {
+                Entry::Occupied(known) => known.into_mut(),
+                Entry::Vacant(slot) => {
+                    let stored = store.version(&install.app_slug, &install.version).await?;
+                    let declared = stored
+                        .filter(|v| v.component_digest.is_some())
+                        .and_then(|v| atrium_manifest::parse(&v.manifest_source).ok())
+                        .map(|m| m.lifecycle.schedules)
+                        .unwrap_or_default();
+                    slot.insert(declared)
+                }
             };
-            if version.component_digest.is_none() {
-                continue;
-            }
-            let Ok(manifest) = atrium_manifest::parse(&version.manifest_source) else {
-                continue;
-            };
-            for schedule in &manifest.lifecycle.schedules {
+            for schedule in schedules.iter() {
                 let Ok(cron) = CronExpr::parse(&schedule.cron) else {
                     continue;
                 };
