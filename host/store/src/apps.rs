@@ -281,7 +281,7 @@ impl Store {
         let (component_digest, component_size) = new.component.unzip();
         let (templates, templates_digest) = new.templates.unzip();
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let app_created = sqlx::query(
                 "INSERT INTO apps (slug, owner_id, name, status, created_at, updated_at) \
                  VALUES ($1, $2, $3, 'draft', $4, $4) ON CONFLICT (slug) DO NOTHING",
@@ -354,7 +354,7 @@ impl Store {
         files: &[VersionFile],
     ) -> Result<bool> {
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let set = sqlx::query(
                 "UPDATE app_versions SET bundle_digest = $1 WHERE app_slug = $2 AND version = $3 AND bundle_digest IS NULL",
             )
@@ -423,7 +423,7 @@ impl Store {
     pub async fn promote_version(&self, slug: &str, version: &str) -> Result<App> {
         let now = now_millis();
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let found = sqlx::query(
                 "UPDATE app_versions SET status = 'published', promoted_at = COALESCE(promoted_at, $1) \
                  WHERE app_slug = $2 AND version = $3",

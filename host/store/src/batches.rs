@@ -95,7 +95,7 @@ impl Store {
         let now = now_millis();
         let count = i64::try_from(items.len()).unwrap_or(i64::MAX);
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             sqlx::query("INSERT INTO tenants (org_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) ON CONFLICT (org_id, id) DO NOTHING")
                 .bind(org_id).bind(tenant_id).bind(now).execute(&mut *tx).await?;
             sqlx::query("INSERT INTO batches (id, org_id, tenant_id, item_count, created_at) VALUES ($1, $2, $3, $4, $5)")
@@ -195,7 +195,7 @@ impl Store {
         let now = now_millis();
         let usage_id = format!("use_{}", random_hex(12)?);
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let updated = sqlx::query("UPDATE batch_items SET status = $1, result = $2, updated_at = $3 WHERE batch_id = $4 AND idx = $5 AND claim = $6 AND status = 'running'")
                 .bind(status.as_str()).bind(result).bind(now).bind(&claimed.item.batch_id).bind(claimed.item.index).bind(&claimed.claim)
                 .execute(&mut *tx).await?.rows_affected();

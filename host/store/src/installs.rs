@@ -223,7 +223,7 @@ impl Store {
         let settings = to_json(a.settings)?;
         let bindings = to_json(a.rag_bindings)?;
         let first = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let existed = sqlx::query(
                 "SELECT 1 FROM installs WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3",
             )
@@ -370,6 +370,27 @@ impl Store {
         })
     }
 
+    /// Every sealed value of kind `kind` of an install, by key.
+    pub async fn sealed_install_values(
+        &self,
+        org_id: &str,
+        tenant_id: &str,
+        app_slug: &str,
+        kind: &str,
+    ) -> Result<Vec<(String, String)>> {
+        on_pool!(self, pool => {
+            Ok(sqlx::query(
+                "SELECT key, sealed FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 ORDER BY key",
+            )
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind)
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get("key")?, row.try_get("sealed")?)))
+            .collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
     /// One sealed value of an install (`setting` or `override`).
     pub async fn sealed_install_value(
         &self,
@@ -402,7 +423,7 @@ impl Store {
         let now = now_millis();
         let text = to_json(settings)?;
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let changed = sqlx::query(
                 "UPDATE installs SET settings = $1, updated_at = $2 WHERE org_id = $3 AND tenant_id = $4 AND app_slug = $5",
             )
@@ -441,7 +462,7 @@ impl Store {
     ) -> Result<bool> {
         let now = now_millis();
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let existed = sqlx::query(
                 "SELECT 1 FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
             )
@@ -487,7 +508,7 @@ impl Store {
         app_slug: &str,
     ) -> Result<()> {
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             for table in ["install_secrets", "app_records", "install_agents", "install_workflows", "installs"] {
                 sqlx::query(&format!("DELETE FROM {table} WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3"))
                     .bind(org_id).bind(tenant_id).bind(app_slug)
@@ -681,7 +702,7 @@ impl Store {
         let now = now_millis();
         let config = to_json(config)?;
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let existed = sqlx::query("SELECT 1 FROM tenant_integrations WHERE org_id = $1 AND tenant_id = $2 AND provider = $3")
                 .bind(org_id).bind(tenant_id).bind(provider).fetch_optional(&mut *tx).await?.is_some();
             sqlx::query(

@@ -79,7 +79,7 @@ impl Store {
         let secret = format!("{KEY_PREFIX}{}", random_hex(32)?);
         let prefix: String = secret.chars().take(KEY_PREFIX.len() + 8).collect();
         let org_id: String = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             sqlx::query("INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
                 .bind(&new_org_id)
                 .bind(org_name)

@@ -112,6 +112,35 @@ macro_rules! on_pool {
 }
 pub(crate) use on_pool;
 
+/// Starts a transaction that writes. On SQLite it takes the write lock when it begins
+/// (`BEGIN IMMEDIATE`): a deferred transaction that reads first and writes later cannot wait
+/// for the lock another writer holds (SQLite answers `database is locked` at once rather than
+/// risk a deadlock), whereas one that asks at `BEGIN` waits for it within the busy timeout.
+/// PostgreSQL's row locks need nothing of the kind.
+pub(crate) trait WriteTransaction {
+    /// The driver.
+    type Db: sqlx::Database;
+
+    /// `BEGIN` for a transaction that will write.
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Self::Db>, sqlx::Error>;
+}
+
+impl WriteTransaction for SqlitePool {
+    type Db = sqlx::Sqlite;
+
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+impl WriteTransaction for PgPool {
+    type Db = sqlx::Postgres;
+
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        self.begin().await
+    }
+}
+
 /// The database.
 #[derive(Debug, Clone)]
 pub struct Store {

@@ -132,7 +132,7 @@ impl Store {
         let id = format!("col_{}", random_hex(12)?);
         let now = now_millis();
         let inserted = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             sqlx::query("INSERT INTO tenants (org_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) ON CONFLICT (org_id, id) DO NOTHING")
                 .bind(org_id).bind(tenant_id).bind(now).execute(&mut *tx).await?;
             let n = sqlx::query(
@@ -238,7 +238,7 @@ impl Store {
     /// collection's upkeep.
     pub async fn finish_document(&self, collection_id: &str, id: &str) -> Result<()> {
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let n = sqlx::query("UPDATE rag_documents SET status = 'indexed' WHERE id = $1 AND collection_id = $2 AND status = 'indexing'")
                 .bind(id).bind(collection_id).execute(&mut *tx).await?.rows_affected();
             if n != 1 {
@@ -254,7 +254,7 @@ impl Store {
     /// Removes a document's row. Returns whether it existed.
     pub async fn remove_document(&self, collection_id: &str, id: &str) -> Result<bool> {
         let n = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let n = sqlx::query("DELETE FROM rag_documents WHERE id = $1 AND collection_id = $2")
                 .bind(id).bind(collection_id).execute(&mut *tx).await?.rows_affected();
             sqlx::query("UPDATE rag_collections SET pending_writes = pending_writes + 1 WHERE id = $1")

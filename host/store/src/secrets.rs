@@ -44,7 +44,7 @@ impl Store {
     ) -> Result<(SecretMeta, bool)> {
         let now = now_millis();
         let created = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let existed = sqlx::query("SELECT 1 FROM app_secrets WHERE app_slug = $1 AND key = $2")
                 .bind(slug).bind(key).fetch_optional(&mut *tx).await?.is_some();
             sqlx::query(

@@ -208,7 +208,7 @@ impl Store {
         let prefix: String = secret.chars().take(TENANT_TOKEN_PREFIX.len() + 8).collect();
         let default_name = new.role.default_display_name();
         let (user_created, display_name) = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let created = sqlx::query(
                 "INSERT INTO tenant_users (org_id, tenant_id, user_id, display_name, created_at) \
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT (org_id, tenant_id, user_id) DO NOTHING",

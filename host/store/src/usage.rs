@@ -113,7 +113,7 @@ impl Store {
             .map(|_| random_hex(12).map(|h| format!("use_{h}")))
             .collect::<Result<_>>()?;
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             for (record, id) in records.iter().zip(&ids) {
                 sqlx::query(
                     "INSERT INTO tenants (org_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
