@@ -72,7 +72,9 @@ impl Serving {
                     continue;
                 }
             };
-            let inv = self.invocation(tenant, &install, Caller::Platform).await?;
+            let inv = self
+                .invocation(tenant, &install, &app, Caller::Platform)
+                .await?;
             let result = match hook {
                 Hook::Inbound(envelope) => app.on_inbound(&inv, envelope.clone()).await,
                 Hook::UserAdded(user) => app.on_user_added(&inv, user.clone()).await,

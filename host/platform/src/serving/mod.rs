@@ -230,28 +230,27 @@ impl Serving {
             })
     }
 
-    /// The invocation for a call into an install: its scopes, its settings (secret ones
-    /// opened) and the platform of that install.
+    /// The invocation for a call into an install of `app` (loaded at the install's version):
+    /// its scopes, its settings (secret ones opened) and the platform of that install. The
+    /// manifest comes from the loaded app, so a call reads the database only for the sealed
+    /// settings, and only when the app declares secret settings.
     pub async fn invocation(
         &self,
         tenant: &TenantRef,
         install: &Install,
+        app: &App,
         caller: Caller,
     ) -> Result<Invocation, RegistryError> {
         let registry = &self.inner.registry;
+        let manifest = app.manifest();
         let mut settings = install.settings.clone();
-        let store = registry.store();
-        for key in store
-            .install_secret_keys(
-                &tenant.org_id,
-                &tenant.tenant_id,
-                &install.app_slug,
-                "setting",
-            )
-            .await?
-        {
-            if let Some(value) = registry
-                .open_install_value(tenant, &install.app_slug, "setting", &key)
+        let has_secrets = manifest
+            .install_settings
+            .iter()
+            .any(|s| s.kind == atrium_manifest::SettingType::Secret);
+        if has_secrets {
+            for (key, value) in registry
+                .open_install_values(tenant, &install.app_slug, "setting")
                 .await?
             {
                 settings.insert(key, Value::String(value));
@@ -260,10 +259,7 @@ impl Serving {
         let slots = if install.rag_bindings.is_empty() {
             Vec::new()
         } else {
-            registry
-                .manifest_of(&install.app_slug, &install.version)
-                .await?
-                .rag_slots
+            manifest.rag_slots.clone()
         };
         let knowledge = tools::Knowledge {
             retrieval: self.inner.retrieval.clone(),
@@ -294,7 +290,9 @@ impl Serving {
     ) -> Result<Value, ServeError> {
         let install = self.active_install(tenant, app_slug).await?;
         let app = self.app(app_slug, &install.version).await?;
-        let inv = self.invocation(tenant, &install, Caller::Agent).await?;
+        let inv = self
+            .invocation(tenant, &install, &app, Caller::Agent)
+            .await?;
         let result = app.call_tool(&inv, tool, &args.to_string()).await?;
         Ok(serde_json::from_str(&result).unwrap_or(Value::String(result)))
     }
@@ -315,7 +313,9 @@ impl Serving {
         let Some(app) = self.hook_app(install, |m| m.lifecycle.on_install).await? else {
             return Ok(());
         };
-        let inv = self.invocation(tenant, install, Caller::Platform).await?;
+        let inv = self
+            .invocation(tenant, install, &app, Caller::Platform)
+            .await?;
         if let Err(error) = app.on_install(&inv).await {
             let store = self.inner.registry.store();
             if let Err(e) = store
@@ -342,7 +342,9 @@ impl Serving {
         let Some(app) = self.hook_app(install, |m| m.lifecycle.on_uninstall).await? else {
             return Ok(());
         };
-        let inv = self.invocation(tenant, install, Caller::Platform).await?;
+        let inv = self
+            .invocation(tenant, install, &app, Caller::Platform)
+            .await?;
         if let Err(error) = app.on_uninstall(&inv).await {
             tracing::warn!(app = %install.app_slug, tenant = %tenant.tenant_id, %error, "on_uninstall failed");
         }
@@ -370,6 +372,45 @@ impl Serving {
 }
 
 impl Registry {
+    /// Opens every sealed value of kind `kind` of an install, in one read.
+    pub async fn open_install_values(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        kind: &str,
+    ) -> Result<Vec<(String, String)>, RegistryError> {
+        let sealed = self
+            .store()
+            .sealed_install_values(&tenant.org_id, &tenant.tenant_id, app_slug, kind)
+            .await?;
+        sealed
+            .into_iter()
+            .map(|(key, sealed)| {
+                let value = self.open_install_sealed(tenant, app_slug, kind, &key, &sealed)?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+
+    fn open_install_sealed(
+        &self,
+        tenant: &TenantRef,
+        app_slug: &str,
+        kind: &str,
+        key: &str,
+        sealed: &str,
+    ) -> Result<String, RegistryError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(sealed)
+            .map_err(|e| RegistryError::internal("a sealed value is not base64", &e))?;
+        let plain = self.open_sealed(
+            &bytes,
+            &crate::registry::install_aad(tenant, app_slug, kind, key),
+        )?;
+        String::from_utf8(plain)
+            .map_err(|e| RegistryError::internal("a sealed value is not UTF-8", &e))
+    }
+
     /// Opens a sealed value of an install.
     pub async fn open_install_value(
         &self,
@@ -385,15 +426,7 @@ impl Registry {
         else {
             return Ok(None);
         };
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(sealed)
-            .map_err(|e| RegistryError::internal("a sealed value is not base64", &e))?;
-        let plain = self.open_sealed(
-            &bytes,
-            &crate::registry::install_aad(tenant, app_slug, kind, key),
-        )?;
-        String::from_utf8(plain)
+        self.open_install_sealed(tenant, app_slug, kind, key, &sealed)
             .map(Some)
-            .map_err(|e| RegistryError::internal("a sealed value is not UTF-8", &e))
     }
 }

@@ -176,7 +176,9 @@ impl Serving {
         let app = self.app(app_slug, &install.version).await?;
         let route = find_route(&app.manifest().http_routes, method, path, public)
             .map_err(RegistryError::NotFound)?;
-        let mut invocation = self.invocation(tenant, &install, Caller::Platform).await?;
+        let mut invocation = self
+            .invocation(tenant, &install, &app, Caller::Platform)
+            .await?;
         invocation.public_route = public;
         Ok(RouteTarget {
             app,

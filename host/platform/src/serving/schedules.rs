@@ -92,7 +92,7 @@ impl Serving {
                         .await
                         .map_err(|e| e.to_string())?;
                     let inv = self
-                        .invocation(&tenant, &install, Caller::Platform)
+                        .invocation(&tenant, &install, &app, Caller::Platform)
                         .await
                         .map_err(|e| e.to_string())?;
                     app.on_schedule(&inv, &schedule.name)
