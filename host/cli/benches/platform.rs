@@ -1,0 +1,522 @@
+//! The platform under load, measured from outside: `atrium serve` runs as its own process (a
+//! SQLite store in a temporary directory) and this load tool talks to it over HTTP.
+//!
+//! `cargo bench -p atrium-cli --bench platform` (release). Setup: 10 apps (the `probe` test
+//! component under ten slugs; five of them with a second version), 1,000 tenants with an admin
+//! and a user token each, and every tenant installing every app (10,000 installs over 15
+//! versions, half of each two-version app's installs on each version). Then the host is
+//! restarted, so that what it holds comes from the database alone, and:
+//!
+//! 1. idle: its resident memory (`VmRSS`) after 10 seconds without a request;
+//! 2. tool calls: `echo` through `POST /api/apps/{app}/tools/echo` with a user token, open-loop
+//!    at 1,000 requests per second for 15 seconds, over random installs: p50, p90, p99, max;
+//! 3. mixed load: 1,000 requests per second for 20 seconds over random installs, 50% `echo`,
+//!    20% `records.put`, 10% `records.query` (through the `platform` tool), 20% a custom route
+//!    (`GET /api/apps/{app}/routes/echo/{word}`): latency per kind and the peak resident memory;
+//! 4. idle again, 10 seconds later.
+//!
+//! `ATRIUM_BENCH_TENANTS` (default 1,000) and `ATRIUM_BENCH_RATE` (default 1,000) change the
+//! scale. Each request's latency is from the moment it was due, so a slow host cannot hide
+//! its queueing (no coordinated omission).
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    clippy::cast_precision_loss,
+    missing_docs
+)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+const APPS: usize = 10;
+
+/// The host's log, shown when a request fails.
+static LOG: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+const TWO_VERSIONS: usize = 5;
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `atrium serve` as a child process.
+struct HostProcess {
+    child: Child,
+    base: String,
+}
+
+impl HostProcess {
+    async fn start(data: &Path) -> HostProcess {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(data.join("host.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_atrium"))
+            .args(["serve", "--no-demo", "--addr", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(data)
+            .env_remove("ATRIUM_DATABASE_URL")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::new();
+        let started = Instant::now();
+        loop {
+            if let Ok(r) = client.get(format!("{base}/health")).send().await
+                && r.status().is_success()
+            {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the host did not start; see {}",
+                data.join("host.log").display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        HostProcess { child, base }
+    }
+
+    /// Resident memory in KiB: (now, peak).
+    fn rss(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    fn stop(self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        // Drop waits for it.
+    }
+}
+
+impl Drop for HostProcess {
+    /// A bench that fails leaves no host behind: one still running after a graceful stop had
+    /// 10 seconds is killed.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            if std::thread::panicking() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn multipart(parts: &[(&str, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "atrium-bench-boundary-77c1";
+    let mut body = Vec::new();
+    for (name, bytes) in parts {
+        write!(
+            body,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n"
+        )
+        .unwrap();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    write!(body, "--{boundary}--\r\n").unwrap();
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// The probe's manifest as app `slug` at `version`, with scopes of the catalogue and without
+/// its every-minute schedules (which would turn "idle" into 10,000 calls a minute).
+fn manifest(slug: &str, version: &str) -> String {
+    let text = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST).unwrap();
+    let mut out = String::new();
+    let mut in_schedules = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("schedules:") {
+            in_schedules = true;
+            continue;
+        }
+        if in_schedules && line.starts_with("    ") {
+            continue;
+        }
+        in_schedules = false;
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.replace("app_id: probe", &format!("app_id: {slug}"))
+        .replace("version: 1.0.0", &format!("version: {version}"))
+        .replace("probe.read", "tasks.read")
+        .replace("probe.write", "tasks.write")
+}
+
+async fn expect(response: reqwest::Response, what: &str) -> Value {
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        let log = LOG.get().and_then(|p| std::fs::read_to_string(p).ok());
+        let tail: Vec<&str> = log
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .rev()
+            .take(20)
+            .collect();
+        panic!(
+            "{what}: {status} {body}\nthe host's log ends:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    body
+}
+
+/// A small deterministic generator, so that runs pick the same installs.
+struct Pick(u64);
+
+impl Pick {
+    fn next(&mut self, below: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % below as u64).unwrap()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Echo,
+    Put,
+    Query,
+    Route,
+}
+
+struct Fixture {
+    apps: Vec<String>,
+    /// Per tenant: (admin token, user token).
+    tenants: Vec<(String, String)>,
+}
+
+async fn setup(host: &HostProcess, data: &Path, tenants: usize) -> Fixture {
+    let client = reqwest::Client::new();
+    let base = &host.base;
+    // A developer and an organization key, made where the host keeps them.
+    let store = atrium_store::Store::open_sqlite(data).await.unwrap();
+    let developer = store
+        .create_developer(&atrium_store::NewDeveloper {
+            email: "bench@example.com",
+            login: "bench",
+            publish_allowed: true,
+            dev_tenant: None,
+        })
+        .await
+        .unwrap();
+    let org = store.create_key("bench-org", "bench").await.unwrap();
+    drop(store);
+    let issuer = atrium_platform::identity::TokenIssuer::load_or_create(data, None).unwrap();
+    let dev = issuer
+        .issue(
+            &developer.id,
+            &developer.email,
+            Duration::from_secs(6 * 3600),
+        )
+        .unwrap();
+
+    let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+    let mut apps = Vec::new();
+    for i in 0..APPS {
+        let slug = format!("bench-app-{i}");
+        let versions: &[&str] = if i < TWO_VERSIONS {
+            &["1.0.0", "1.1.0"]
+        } else {
+            &["1.0.0"]
+        };
+        for version in versions {
+            let text = manifest(&slug, version);
+            let (content_type, body) =
+                multipart(&[("manifest", text.as_bytes()), ("component", &component)]);
+            let r = client
+                .post(format!("{base}/api/dev/apps/{slug}/versions"))
+                .bearer_auth(&dev)
+                .header("content-type", content_type)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            expect(r, "register").await;
+            let r = client
+                .post(format!(
+                    "{base}/api/dev/apps/{slug}/versions/{version}/promote"
+                ))
+                .bearer_auth(&dev)
+                .send()
+                .await
+                .unwrap();
+            expect(r, "promote").await;
+        }
+        apps.push(slug);
+    }
+
+    let started = Instant::now();
+    let tokens: Vec<(String, String)> = futures::stream::iter(0..tenants)
+        .map(|t| {
+            let (client, base, key) = (client.clone(), base.clone(), org.secret.clone());
+            async move {
+                let mut pair = Vec::new();
+                for role in ["admin", "user"] {
+                    let r = client
+                        .post(format!("{base}/api/tenants/tenant-{t}/tokens"))
+                        .bearer_auth(&key)
+                        .json(&json!({"role": role}))
+                        .send()
+                        .await
+                        .unwrap();
+                    pair.push(
+                        expect(r, "token").await["token"]
+                            .as_str()
+                            .unwrap()
+                            .to_owned(),
+                    );
+                }
+                (pair[0].clone(), pair[1].clone())
+            }
+        })
+        .buffered(8)
+        .collect()
+        .await;
+    println!(
+        "setup: {tenants} tenants, 2 tokens each, in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let started = Instant::now();
+    let jobs: Vec<(usize, usize)> = (0..tenants)
+        .flat_map(|t| (0..APPS).map(move |a| (t, a)))
+        .collect();
+    let activated = futures::stream::iter(jobs)
+        .map(|(t, a)| {
+            let (client, base) = (client.clone(), base.clone());
+            let admin = tokens[t].0.clone();
+            let app = apps[a].clone();
+            async move {
+                let mut body = json!({"granted_scopes": ["tasks.read", "tasks.write"]});
+                if a < TWO_VERSIONS && t % 2 == 0 {
+                    body["version"] = json!("1.0.0");
+                }
+                let r = client
+                    .post(format!("{base}/api/installs/{app}/activate"))
+                    .bearer_auth(admin)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                expect(r, "activate").await;
+            }
+        })
+        .buffer_unordered(8)
+        .count()
+        .await;
+    println!(
+        "setup: {activated} installs activated in {:.1} s ({:.0} per second)",
+        started.elapsed().as_secs_f64(),
+        activated as f64 / started.elapsed().as_secs_f64()
+    );
+    Fixture {
+        apps,
+        tenants: tokens,
+    }
+}
+
+/// Sends `rate` requests per second for `seconds`, open-loop, each a random install and a
+/// kind drawn from `mix`; answers each request's kind and latency from the moment it was due.
+async fn load(
+    base: &str,
+    fixture: &Arc<Fixture>,
+    rate: usize,
+    seconds: u64,
+    mix: &[(Kind, usize)],
+    mut on_tick: impl FnMut(),
+) -> Vec<(Kind, Duration)> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .build()
+        .unwrap();
+    let total = rate * usize::try_from(seconds).unwrap();
+    let interval = Duration::from_secs(1) / u32::try_from(rate).unwrap();
+    let weight: usize = mix.iter().map(|(_, w)| w).sum();
+    let mut pick = Pick(0x9e37_79b9_7f4a_7c15);
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(total);
+    for i in 0..total {
+        let due = start + interval * u32::try_from(i).unwrap();
+        tokio::time::sleep_until(due.into()).await;
+        if i % rate.max(1) == 0 {
+            on_tick();
+        }
+        let mut w = pick.next(weight);
+        let kind = mix
+            .iter()
+            .find(|(_, share)| {
+                if w < *share {
+                    true
+                } else {
+                    w -= share;
+                    false
+                }
+            })
+            .map_or(Kind::Echo, |(k, _)| *k);
+        let tenant = pick.next(fixture.tenants.len());
+        let app = pick.next(fixture.apps.len());
+        let (client, fixture, base) = (client.clone(), fixture.clone(), base.to_owned());
+        handles.push(tokio::spawn(async move {
+            let user = &fixture.tenants[tenant].1;
+            let app = &fixture.apps[app];
+            let tool = |args: Value| {
+                client
+                    .post(format!("{base}/api/apps/{app}/tools/{}", args["__tool"].as_str().unwrap()))
+                    .bearer_auth(user)
+                    .json(&args["args"])
+            };
+            let request = match kind {
+                Kind::Echo => tool(json!({"__tool": "echo", "args": {"word": "hello", "n": i}})),
+                Kind::Put => tool(json!({"__tool": "platform", "args": {"op": "tool", "name": "records.put", "args": {"record_type": "note", "record": {"n": i, "status": "open"}}}})),
+                Kind::Query => tool(json!({"__tool": "platform", "args": {"op": "tool", "name": "records.query", "args": {"record_type": "note", "status": "open"}}})),
+                Kind::Route => client
+                    .get(format!("{base}/api/apps/{app}/routes/echo/w{i}"))
+                    .bearer_auth(user),
+            };
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            let body = response.bytes().await.unwrap();
+            assert!(
+                status.is_success(),
+                "{kind:?}: {status} {}",
+                String::from_utf8_lossy(&body)
+            );
+            (kind, due.elapsed())
+        }));
+    }
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+fn report(label: &str, latencies: &mut [Duration]) {
+    if latencies.is_empty() {
+        return;
+    }
+    latencies.sort();
+    let at = |q: f64| {
+        let i = ((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len()) - 1;
+        latencies[i].as_secs_f64() * 1e3
+    };
+    println!(
+        "{label:<28} n={:<6} p50 {:.3} ms  p90 {:.3} ms  p99 {:.3} ms  max {:.3} ms",
+        latencies.len(),
+        at(0.50),
+        at(0.90),
+        at(0.99),
+        at(1.0),
+    );
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn main() {
+    let tenants = env_number("ATRIUM_BENCH_TENANTS", 1_000);
+    let rate = env_number("ATRIUM_BENCH_RATE", 1_000);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let data = tempfile::tempdir().unwrap();
+        let _ = LOG.set(data.path().join("host.log"));
+        let host = HostProcess::start(data.path()).await;
+        let (rss, _) = host.rss();
+        println!("empty host: RSS {:.1} MiB", mib(rss));
+        let fixture = Arc::new(setup(&host, data.path(), tenants).await);
+        host.stop();
+
+        let host = HostProcess::start(data.path()).await;
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let (idle, _) = host.rss();
+        println!(
+            "idle, {} installs, restarted: RSS {:.1} MiB",
+            tenants * APPS,
+            mib(idle)
+        );
+
+        let results = load(&host.base, &fixture, rate, 15, &[(Kind::Echo, 1)], || {}).await;
+        let mut echo: Vec<Duration> = results.iter().map(|(_, d)| *d).collect();
+        report(&format!("tool call at {rate}/s"), &mut echo);
+        let (after, _) = host.rss();
+        println!("after tool calls: RSS {:.1} MiB", mib(after));
+
+        let mut peak = 0;
+        let results = load(
+            &host.base,
+            &fixture,
+            rate,
+            20,
+            &[
+                (Kind::Echo, 50),
+                (Kind::Put, 20),
+                (Kind::Query, 10),
+                (Kind::Route, 20),
+            ],
+            || peak = peak.max(host.rss().0),
+        )
+        .await;
+        let (now, hwm) = host.rss();
+        for kind in [Kind::Echo, Kind::Put, Kind::Query, Kind::Route] {
+            let mut of: Vec<Duration> = results
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, d)| *d)
+                .collect();
+            report(&format!("mixed: {kind:?}"), &mut of);
+        }
+        let mut all: Vec<Duration> = results.iter().map(|(_, d)| *d).collect();
+        report(&format!("mixed: all at {rate}/s"), &mut all);
+        println!(
+            "under mixed load: RSS peak sampled {:.1} MiB, at the end {:.1} MiB, high-water mark {:.1} MiB",
+            mib(peak.max(now)),
+            mib(now),
+            mib(hwm)
+        );
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let (rest, _) = host.rss();
+        println!("idle again after 10 s: RSS {:.1} MiB", mib(rest));
+        host.stop();
+    });
+}
