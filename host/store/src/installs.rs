@@ -142,23 +142,6 @@ pub struct Activation<'a> {
     pub templates: &'a [NewTemplate],
 }
 
-/// The tenant-edited parts of an install.
-#[derive(Debug, Clone, Copy)]
-enum Edited {
-    Agents,
-    Workflows,
-}
-
-impl Edited {
-    /// The table, its item column and its edits column (constants: never from input).
-    fn names(self) -> (&'static str, &'static str, &'static str) {
-        match self {
-            Edited::Agents => ("install_agents", "agent_id", "edits"),
-            Edited::Workflows => ("install_workflows", "workflow_id", "overrides"),
-        }
-    }
-}
-
 const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, granted_scopes, settings, \
      rag_bindings, upgrade_policy, pending_version, activated_by, first_activated_at, \
      activated_at, deactivated_at, updated_at";
@@ -168,7 +151,7 @@ fn json_list(text: &str) -> Result<Vec<String>> {
         .map_err(|e| StoreError::Invalid(format!("a stored list is not JSON: {e}")))
 }
 
-fn json_object(text: &str) -> Result<Map<String, Value>> {
+pub(crate) fn json_object(text: &str) -> Result<Map<String, Value>> {
     serde_json::from_str(text)
         .map_err(|e| StoreError::Invalid(format!("a stored object is not JSON: {e}")))
 }
@@ -207,7 +190,7 @@ where
     })
 }
 
-fn to_json(value: &impl serde::Serialize) -> Result<String> {
+pub(crate) fn to_json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string(value)
         .map_err(|e| StoreError::Invalid(format!("cannot encode a value as JSON: {e}")))
 }
@@ -569,109 +552,6 @@ impl Store {
                 "UPDATE installs SET pending_version = $1, updated_at = $2 WHERE org_id = $3 AND tenant_id = $4 AND app_slug = $5",
             )
             .bind(version).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
-            .execute(pool).await?;
-        });
-        Ok(())
-    }
-
-    /// A tenant's edits of an install's agents: agent id to the edited fields.
-    pub async fn agent_edits(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-    ) -> Result<Map<String, Value>> {
-        self.install_edits(Edited::Agents, org_id, tenant_id, app_slug)
-            .await
-    }
-
-    /// Replaces the edits of one agent of an install.
-    pub async fn put_agent_edits(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-        agent_id: &str,
-        edits: &Map<String, Value>,
-    ) -> Result<()> {
-        self.put_install_edits(
-            Edited::Agents,
-            (org_id, tenant_id, app_slug),
-            agent_id,
-            edits,
-        )
-        .await
-    }
-
-    /// A tenant's overrides of an install's workflows: workflow id to the overridden fields.
-    pub async fn workflow_overrides(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-    ) -> Result<Map<String, Value>> {
-        self.install_edits(Edited::Workflows, org_id, tenant_id, app_slug)
-            .await
-    }
-
-    /// Replaces the overrides of one workflow of an install.
-    pub async fn put_workflow_overrides(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-        workflow_id: &str,
-        overrides: &Map<String, Value>,
-    ) -> Result<()> {
-        self.put_install_edits(
-            Edited::Workflows,
-            (org_id, tenant_id, app_slug),
-            workflow_id,
-            overrides,
-        )
-        .await
-    }
-
-    async fn install_edits(
-        &self,
-        what: Edited,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-    ) -> Result<Map<String, Value>> {
-        let (table, id, column) = what.names();
-        on_pool!(self, pool => {
-            let rows = sqlx::query(&format!(
-                "SELECT {id} AS id, {column} AS edits FROM {table} WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3"
-            ))
-            .bind(org_id).bind(tenant_id).bind(app_slug)
-            .fetch_all(pool).await?;
-            let mut out = Map::new();
-            for row in &rows {
-                let edits: String = row.try_get("edits")?;
-                out.insert(row.try_get("id")?, Value::Object(json_object(&edits)?));
-            }
-            Ok(out)
-        })
-    }
-
-    async fn put_install_edits(
-        &self,
-        what: Edited,
-        install: (&str, &str, &str),
-        item: &str,
-        edits: &Map<String, Value>,
-    ) -> Result<()> {
-        let (table, id, column) = what.names();
-        let (org_id, tenant_id, app_slug) = install;
-        let now = now_millis();
-        let text = to_json(edits)?;
-        on_pool!(self, pool => {
-            sqlx::query(&format!(
-                "INSERT INTO {table} (org_id, tenant_id, app_slug, {id}, {column}, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
-                 ON CONFLICT (org_id, tenant_id, app_slug, {id}) DO UPDATE SET {column} = excluded.{column}, updated_at = excluded.updated_at"
-            ))
-            .bind(org_id).bind(tenant_id).bind(app_slug).bind(item).bind(&text).bind(now)
             .execute(pool).await?;
         });
         Ok(())

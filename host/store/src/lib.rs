@@ -15,6 +15,7 @@
 mod apps;
 mod batches;
 mod developers;
+mod install_edits;
 mod installs;
 mod keys;
 mod meter;
