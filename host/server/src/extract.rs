@@ -34,20 +34,15 @@ impl FromRequestParts<HostState> for Org {
             }
             Some(Some(secret)) => secret,
         };
-        if let Some(owner) = state.keys.get(secret) {
-            return Ok(Org {
+        match state
+            .keys
+            .authenticate(secret, state.store.authenticate(secret))
+            .await?
+        {
+            Some(owner) => Ok(Org {
                 org_id: owner.org_id,
                 key_id: owner.key_id,
-            });
-        }
-        match state.store.authenticate(secret).await? {
-            Some(owner) => {
-                state.keys.put(secret, owner.clone());
-                Ok(Org {
-                    org_id: owner.org_id,
-                    key_id: owner.key_id,
-                })
-            }
+            }),
             None => Err(ApiError::unauthorized("the API key is unknown or revoked")),
         }
     }

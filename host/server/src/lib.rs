@@ -24,7 +24,7 @@ use axum::routing::{get, post};
 
 pub use api::Dev;
 pub use atrium_store::Metering;
-pub use auth::TTL as KEY_CACHE_TTL;
+pub use atrium_store::POLL_INTERVAL;
 pub use chat::DEFAULT_TENANT;
 pub use error::{ApiError, ERROR_ID_HEADER};
 pub use extract::{JsonBody, Org, TENANT_HEADER, TenantHeader};
@@ -43,9 +43,9 @@ pub struct HostState {
     pub batches: std::sync::Arc<batches::BatchRunner>,
     /// The metering writer.
     pub metering: atrium_store::Metering,
-    /// Recently authenticated keys.
+    /// Authenticated keys, until they change.
     pub keys: std::sync::Arc<auth::KeyCache>,
-    /// Recently authenticated tenant tokens.
+    /// Authenticated tenant tokens, until they change.
     pub tenant_tokens: std::sync::Arc<auth::TenantTokenCache>,
     /// The embedders, the default first.
     pub embedders: std::sync::Arc<atrium_inference::embed::Embedders>,
@@ -64,13 +64,15 @@ impl HostState {
     /// on a Tokio runtime.
     pub fn new(store: atrium_store::Store, gateway: atrium_inference::Gateway) -> Self {
         let metering = atrium_store::Metering::start(store.clone());
+        let keys = std::sync::Arc::new(auth::KeyCache::keys(&store));
+        let tenant_tokens = std::sync::Arc::new(auth::TenantTokenCache::tenant_tokens(&store));
         HostState {
             store,
             gateway: std::sync::Arc::new(gateway),
             batches: std::sync::Arc::default(),
             metering,
-            keys: std::sync::Arc::default(),
-            tenant_tokens: std::sync::Arc::default(),
+            keys,
+            tenant_tokens,
             embedders: std::sync::Arc::default(),
             retrieval: None,
             registry: None,
@@ -154,7 +156,8 @@ pub fn router(state: HostState) -> Router {
 }
 
 /// Serves the router on `listener` until `shutdown` completes, with the host's background
-/// work: the batch runner and, with retrieval, its upkeep. On shutdown, requests in flight
+/// work: the change feed's poller (without which nothing is answered from memory), the batch
+/// runner, the schedule scanner and, with retrieval, its upkeep. On shutdown, requests in flight
 /// finish, the background work stops (a batch item cut short runs again after a restart) and
 /// the metering writer is flushed.
 pub async fn serve(
@@ -163,6 +166,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let runner = tokio::spawn(batches::run(state.clone()));
+    let feed = tokio::spawn(state.store.clone().watch_changes());
     let scheduler = state
         .serving
         .clone()
@@ -176,6 +180,7 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await;
     runner.abort();
+    feed.abort();
     if let Some(scheduler) = scheduler {
         scheduler.abort();
     }

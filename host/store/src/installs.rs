@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 use sqlx::Row;
 
+use crate::changes::Change;
 use crate::{Result, Store, StoreError, now_millis, on_pool};
 
 /// Whether an install runs.
@@ -205,6 +206,7 @@ impl Store {
         let scopes = to_json(&a.granted_scopes)?;
         let settings = to_json(a.settings)?;
         let bindings = to_json(a.rag_bindings)?;
+        let changed = Change::install(a.org_id, a.tenant_id, a.app_slug);
         let first = on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let existed = sqlx::query(
@@ -277,9 +279,11 @@ impl Store {
                 .bind(&template.body).bind(now)
                 .execute(&mut *tx).await?;
             }
+            crate::changes::record_changes!(tx, &[changed.clone()]);
             tx.commit().await?;
             !existed
         });
+        self.changed(&[changed]);
         let install = self
             .install(a.org_id, a.tenant_id, a.app_slug)
             .await?
@@ -297,14 +301,22 @@ impl Store {
         app_slug: &str,
     ) -> Result<Install> {
         let now = now_millis();
+        let change = Change::install(org_id, tenant_id, app_slug);
         let changed = on_pool!(self, pool => {
-            sqlx::query(
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
+            let changed = sqlx::query(
                 "UPDATE installs SET status = 'inactive', deactivated_at = $1, updated_at = $1 \
                  WHERE org_id = $2 AND tenant_id = $3 AND app_slug = $4 AND status = 'active'",
             )
             .bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
-            .execute(pool).await?.rows_affected()
+            .execute(&mut *tx).await?.rows_affected();
+            if changed > 0 {
+                crate::changes::record_changes!(tx, &[change.clone()]);
+            }
+            tx.commit().await?;
+            changed
         });
+        self.changed(&[change]);
         if changed == 0 {
             return Err(StoreError::NotFound(format!(
                 "`{app_slug}` is not active for this tenant"
@@ -405,6 +417,7 @@ impl Store {
     ) -> Result<Install> {
         let now = now_millis();
         let text = to_json(settings)?;
+        let change = Change::install(org_id, tenant_id, app_slug);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let changed = sqlx::query(
@@ -425,8 +438,10 @@ impl Store {
                 .bind(org_id).bind(tenant_id).bind(app_slug).bind(key).bind(value).bind(now)
                 .execute(&mut *tx).await?;
             }
+            crate::changes::record_changes!(tx, &[change.clone()]);
             tx.commit().await?;
         });
+        self.changed(&[change]);
         self.install(org_id, tenant_id, app_slug)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("the install of {app_slug} vanished")))
@@ -444,6 +459,7 @@ impl Store {
         sealed: &str,
     ) -> Result<bool> {
         let now = now_millis();
+        let change = Change::install(org_id, tenant_id, app_slug);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let existed = sqlx::query(
@@ -459,7 +475,9 @@ impl Store {
             )
             .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key).bind(sealed).bind(now)
             .execute(&mut *tx).await?;
+            crate::changes::record_changes!(tx, &[change.clone()]);
             tx.commit().await?;
+            self.changed(&[change]);
             Ok(!existed)
         })
     }
@@ -473,13 +491,24 @@ impl Store {
         kind: &str,
         key: &str,
     ) -> Result<bool> {
-        on_pool!(self, pool => {
-            Ok(sqlx::query(
+        let change = Change::install(org_id, tenant_id, app_slug);
+        let deleted = on_pool!(self, pool => {
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
+            let deleted = sqlx::query(
                 "DELETE FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
             )
             .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key)
-            .execute(pool).await?.rows_affected() == 1)
-        })
+            .execute(&mut *tx).await?.rows_affected() == 1;
+            if deleted {
+                crate::changes::record_changes!(tx, &[change.clone()]);
+            }
+            tx.commit().await?;
+            deleted
+        });
+        if deleted {
+            self.changed(&[change]);
+        }
+        Ok(deleted)
     }
 
     /// Removes an install with its sealed values and records: what a first activation whose
@@ -490,6 +519,7 @@ impl Store {
         tenant_id: &str,
         app_slug: &str,
     ) -> Result<()> {
+        let change = Change::install(org_id, tenant_id, app_slug);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             for table in ["install_secrets", "app_records", "install_agents", "install_workflows", "installs"] {
@@ -497,8 +527,10 @@ impl Store {
                     .bind(org_id).bind(tenant_id).bind(app_slug)
                     .execute(&mut *tx).await?;
             }
+            crate::changes::record_changes!(tx, &[change.clone()]);
             tx.commit().await?;
         });
+        self.changed(&[change]);
         Ok(())
     }
 
@@ -527,14 +559,19 @@ impl Store {
     ) -> Result<()> {
         let now = now_millis();
         let scopes = to_json(&granted_scopes)?;
+        let change = Change::install(org_id, tenant_id, app_slug);
         on_pool!(self, pool => {
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             sqlx::query(
                 "UPDATE installs SET version = $1, granted_scopes = $2, pending_version = NULL, updated_at = $3 \
                  WHERE org_id = $4 AND tenant_id = $5 AND app_slug = $6",
             )
             .bind(version).bind(&scopes).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
-            .execute(pool).await?;
+            .execute(&mut *tx).await?;
+            crate::changes::record_changes!(tx, &[change.clone()]);
+            tx.commit().await?;
         });
+        self.changed(&[change]);
         Ok(())
     }
 
@@ -547,13 +584,18 @@ impl Store {
         version: &str,
     ) -> Result<()> {
         let now = now_millis();
+        let change = Change::install(org_id, tenant_id, app_slug);
         on_pool!(self, pool => {
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             sqlx::query(
                 "UPDATE installs SET pending_version = $1, updated_at = $2 WHERE org_id = $3 AND tenant_id = $4 AND app_slug = $5",
             )
             .bind(version).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
-            .execute(pool).await?;
+            .execute(&mut *tx).await?;
+            crate::changes::record_changes!(tx, &[change.clone()]);
+            tx.commit().await?;
         });
+        self.changed(&[change]);
         Ok(())
     }
 

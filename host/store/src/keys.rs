@@ -4,6 +4,7 @@
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
+use crate::changes::Change;
 use crate::{Result, Store, StoreError, now_millis, on_pool, random_hex};
 
 /// Every key starts with this, so it is recognisable in logs and secret scanners.
@@ -140,14 +141,26 @@ impl Store {
     /// Revokes a key by id. Revoking twice keeps the first revocation time.
     pub async fn revoke_key(&self, id: &str) -> Result<ApiKey> {
         let now = now_millis();
+        let change = Change::Key {
+            key_id: id.to_owned(),
+        };
         let changed = on_pool!(self, pool => {
-            sqlx::query("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2")
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
+            let changed = sqlx::query("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2")
                 .bind(now)
                 .bind(id)
-                .execute(pool)
+                .execute(&mut *tx)
                 .await?
-                .rows_affected()
+                .rows_affected();
+            if changed > 0 {
+                crate::changes::record_changes!(tx, &[change.clone()]);
+            }
+            tx.commit().await?;
+            changed
         });
+        if changed > 0 {
+            self.changed(&[change]);
+        }
         if changed == 0 {
             return Err(StoreError::NotFound(format!(
                 "there is no key with id `{id}`"

@@ -9,11 +9,15 @@
 //! behaviour on both. Migrations (in `migrations/`) are applied when the store opens. Queries
 //! are written once in the SQL both accept and run on whichever pool is open.
 //!
+//! Writes that change what a host may cache (installs, tenant users and tokens, keys) record
+//! it in the change feed (`changes`), which every host polls to keep its [`Cache`]s honest.
+//!
 //! Keys are stored as SHA-256 digests of the secret, never in clear: a key is 32 random bytes,
 //! so a fast hash cannot be searched backwards, and lookups stay one indexed read.
 
 mod apps;
 mod batches;
+mod changes;
 mod developers;
 mod install_edits;
 mod installs;
@@ -41,6 +45,7 @@ pub use apps::{
     App, AppStatus, AppVersion, FileRole, NewVersion, Registered, VersionFile, VersionStatus,
 };
 pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
+pub use changes::{Affected, Cache, Change, POLL_INTERVAL, STALE_AFTER};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use keys::KEY_PREFIX;
@@ -146,6 +151,8 @@ impl WriteTransaction for PgPool {
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
+    /// The caches over this store, and how the change feed's polls went.
+    pub(crate) feed: std::sync::Arc<changes::Feed>,
 }
 
 impl Store {
@@ -212,7 +219,10 @@ impl Store {
             Pool::Sqlite(p) => MIGRATOR.run(p).await?,
             Pool::Postgres(p) => MIGRATOR.run(p).await?,
         }
-        Ok(Store { pool })
+        Ok(Store {
+            pool,
+            feed: std::sync::Arc::default(),
+        })
     }
 
     /// Which database this is: `sqlite` or `postgres`.

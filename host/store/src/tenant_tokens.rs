@@ -8,6 +8,7 @@
 
 use sqlx::Row;
 
+use crate::changes::Change;
 use crate::keys::{check_name, digest};
 use crate::{Result, Store, StoreError, now_millis, on_pool, random_hex};
 
@@ -207,6 +208,12 @@ impl Store {
         let secret = format!("{TENANT_TOKEN_PREFIX}{}", random_hex(32)?);
         let prefix: String = secret.chars().take(TENANT_TOKEN_PREFIX.len() + 8).collect();
         let default_name = new.role.default_display_name();
+        let user_change = Change::TenantUser {
+            org_id: org_id.to_owned(),
+            tenant_id: tenant_id.to_owned(),
+            user_id: user_id.clone(),
+        };
+        let mut renamed = false;
         let (user_created, display_name) = on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let created = sqlx::query(
@@ -223,6 +230,7 @@ impl Store {
             .rows_affected()
                 == 1;
             if !created && let Some(name) = new.display_name {
+                renamed = true;
                 sqlx::query(
                     "UPDATE tenant_users SET display_name = $1 \
                      WHERE org_id = $2 AND tenant_id = $3 AND user_id = $4",
@@ -257,9 +265,15 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
+            if renamed {
+                crate::changes::record_changes!(tx, &[user_change.clone()]);
+            }
             tx.commit().await?;
             (created, display_name)
         });
+        if renamed {
+            self.changed(&[user_change]);
+        }
         Ok(CreatedTenantToken {
             token: TenantToken {
                 id,
@@ -350,8 +364,12 @@ impl Store {
         id: &str,
     ) -> Result<TenantToken> {
         let now = now_millis();
-        on_pool!(self, pool => {
-            sqlx::query(
+        let change = Change::TenantToken {
+            token_id: id.to_owned(),
+        };
+        let revoked = on_pool!(self, pool => {
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
+            let revoked = sqlx::query(
                 "UPDATE tenant_tokens SET revoked_at = COALESCE(revoked_at, $1) \
                  WHERE org_id = $2 AND tenant_id = $3 AND id = $4",
             )
@@ -359,9 +377,19 @@ impl Store {
             .bind(org_id)
             .bind(tenant_id)
             .bind(id)
-            .execute(pool)
-            .await?;
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                > 0;
+            if revoked {
+                crate::changes::record_changes!(tx, &[change.clone()]);
+            }
+            tx.commit().await?;
+            revoked
         });
+        if revoked {
+            self.changed(&[change]);
+        }
         self.tenant_token(org_id, tenant_id, id)
             .await?
             .ok_or_else(|| {

@@ -68,7 +68,15 @@ struct Inner {
     chat: Option<tools::Chat>,
     capacity: usize,
     loaded: Mutex<Loaded>,
+    /// Active installs by organization, tenant and app, until the change feed says otherwise.
+    installs: InstallCache,
 }
+
+/// Active installs by organization, tenant and app.
+type InstallCache = atrium_store::Cache<(String, String, String), Install>;
+
+/// The most installs remembered; the cache starts over when full.
+const INSTALLS_CACHED: usize = 100_000;
 
 #[derive(Default)]
 struct Loaded {
@@ -87,8 +95,17 @@ impl std::fmt::Debug for Serving {
 impl Serving {
     /// Serves the registry's apps with `runtime`, keeping at most `capacity` versions loaded.
     pub fn new(registry: Registry, runtime: Runtime, capacity: usize) -> Self {
+        let installs = InstallCache::new(registry.store(), INSTALLS_CACHED, |change| match change {
+            atrium_store::Change::Install {
+                org_id,
+                tenant_id,
+                app_slug,
+            } => atrium_store::Affected::Key((org_id.clone(), tenant_id.clone(), app_slug.clone())),
+            _ => atrium_store::Affected::Nothing,
+        });
         Serving {
             inner: Arc::new(Inner {
+                installs,
                 registry,
                 runtime,
                 retrieval: None,
@@ -125,6 +142,7 @@ impl Serving {
             chat: self.inner.chat.clone(),
             capacity: self.inner.capacity,
             loaded: Mutex::default(),
+            installs: self.inner.installs.clone(),
         };
         change(&mut inner);
         Serving {
@@ -217,7 +235,18 @@ impl Serving {
         tenant: &TenantRef,
         app_slug: &str,
     ) -> Result<Install, RegistryError> {
-        self.inner
+        let installs = &self.inner.installs;
+        let key = (
+            tenant.org_id.clone(),
+            tenant.tenant_id.clone(),
+            app_slug.to_owned(),
+        );
+        if let Some(install) = installs.get(&key) {
+            return Ok(install);
+        }
+        let epoch = installs.epoch();
+        let install = self
+            .inner
             .registry
             .store()
             .install(&tenant.org_id, &tenant.tenant_id, app_slug)
@@ -227,7 +256,14 @@ impl Serving {
                 RegistryError::NotFound(format!(
                     "this tenant has no active install of `{app_slug}`"
                 ))
-            })
+            })?;
+        installs.fill(key, install.clone(), epoch);
+        Ok(install)
+    }
+
+    /// How many active installs this host answers from memory.
+    pub fn cached_installs(&self) -> usize {
+        self.inner.installs.len()
     }
 
     /// The invocation for a call into an install of `app` (loaded at the install's version):

@@ -3,8 +3,8 @@
 //!
 //! [`TenantUser`] accepts any valid tenant token, [`TenantAdmin`] only an admin's (a user's gets
 //! 403 `admin_required`). No or a malformed header is 401 `missing_token`, an unknown or revoked
-//! token 401 `invalid_token`. A successful check is reused for [`crate::KEY_CACHE_TTL`], like
-//! an organization key's. [`OrgOrTenantAdmin`] is for the few endpoints both the organization
+//! token 401 `invalid_token`. A successful check is remembered until the change feed says the
+//! token or its user changed, like an organization key's (`crate::auth`). [`OrgOrTenantAdmin`] is for the few endpoints both the organization
 //! and the tenant's own admin may call: a token that starts with `att_` is judged as a tenant
 //! token, anything else as an organization key.
 
@@ -49,14 +49,12 @@ async fn authenticate(parts: &Parts, state: &HostState) -> Result<TenantPrincipa
         }
         Some(Some(token)) => token,
     };
-    if let Some(principal) = state.tenant_tokens.get(token) {
-        return Ok(principal);
-    }
-    match state.store.authenticate_tenant_token(token).await? {
-        Some(principal) => {
-            state.tenant_tokens.put(token, principal.clone());
-            Ok(principal)
-        }
+    match state
+        .tenant_tokens
+        .authenticate(token, state.store.authenticate_tenant_token(token))
+        .await?
+    {
+        Some(principal) => Ok(principal),
         None => Err(ApiError::unauthorized_because(
             "invalid_token",
             if token.starts_with(TENANT_TOKEN_PREFIX) {

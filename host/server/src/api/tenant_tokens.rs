@@ -215,7 +215,6 @@ pub async fn revoke(
         .store
         .revoke_tenant_token(&org.org_id, &tenant, &id)
         .await?;
-    state.tenant_tokens.forget(|p| p.token_id == id);
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -32,6 +32,20 @@ pub(crate) async fn stores() -> Vec<(Store, Option<tempfile::TempDir>)> {
     stores
 }
 
+/// Another handle on the database of `store` (from [`stores`]), as another host or a command
+/// opens it: changes made through it reach `store`'s caches only through the change feed.
+pub(crate) async fn reopen(store: &Store, dir: Option<&tempfile::TempDir>) -> Store {
+    match dir {
+        Some(dir) => Store::open_sqlite(dir.path()).await.unwrap(),
+        None => {
+            assert_eq!(store.backend(), "postgres");
+            Store::open_url(&std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap())
+                .await
+                .unwrap()
+        }
+    }
+}
+
 pub(crate) fn unique(name: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -2,6 +2,7 @@
 //! runs against each backend available.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod changes;
 mod tenant_tokens;
 
 use atrium_store::{Store, StoreError, UsageRecord};

@@ -1,12 +1,15 @@
-//! Named schedules on two hosts sharing one database: both scan the same minute, and each due
+//! Two hosts sharing one database. Named schedules: both scan the same minute, and each due
 //! schedule of each install runs once, on one of them; a declared schedule without a handler
-//! is recorded as failed.
+//! is recorded as failed. Installs: a settings change or a deactivation through one host
+//! reaches the other's memory of the install through the change feed.
 
 use atrium_platform::sealing::SecretsKey;
 use atrium_platform::serving::Serving;
 use atrium_store::Store;
 use reqwest::StatusCode;
 use serde_json::json;
+
+use atrium_platform::registry::TenantRef;
 
 use super::{Body, Host, open_registry, slug};
 use crate::{stores, unique};
@@ -34,7 +37,8 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
             .unwrap()
             .replace("app_id: probe", &format!("app_id: {app}"))
             .replace("probe.read", "tasks.read")
-            .replace("probe.write", "tasks.write");
+            .replace("probe.write", "tasks.write")
+            + "install_settings:\n  - {id: greeting, type: string, label: Greeting, default: hi}\n";
         let (status, body) = host
             .register(
                 &app,
@@ -134,16 +138,66 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
             "{body}"
         );
 
-        // A deactivated install is not scheduled.
+        // The other host remembers the install (its change feed polled), until a settings
+        // change through this host reaches it, at its next poll.
+        let poller = tokio::spawn(other.clone().watch_changes());
+        let shop = TenantRef {
+            org_id: acme.org_id.clone(),
+            tenant_id: "shop".into(),
+            user_id: None,
+        };
+        let there = &hosts[1].1;
+        until(|| async { other.changes_fresh() }).await;
+        for _ in 0..2 {
+            assert_eq!(greeting(there, &shop, &app).await, Some("hi".into()));
+        }
+        assert_eq!(there.cached_installs(), 1);
+        let (status, body) = host
+            .send(
+                "PATCH",
+                &format!("/api/installs/{app}"),
+                Some(&admin),
+                Body::Json(json!({"settings": {"greeting": "bonjour"}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        until(|| async { greeting(there, &shop, &app).await == Some("bonjour".into()) }).await;
+
+        // A deactivated install is not scheduled, nor called on the other host.
         host.post(
             &format!("/api/installs/{app}/deactivate"),
             &admin,
             Body::None,
         )
         .await;
+        until(|| async { greeting(there, &shop, &app).await.is_none() }).await;
+        assert_eq!(there.cached_installs(), 0);
+        poller.abort();
         let later = ten + jiff::SignedDuration::from_secs(120);
         assert!(ours(hosts[0].1.scan_schedules(later, &hosts[0].0).await.unwrap()).is_empty());
         host.stop().await;
         drop(dir);
+    }
+}
+
+/// The greeting setting an install of `app` sees when called on `serving`; `None` when the
+/// call is refused (no active install).
+async fn greeting(serving: &Serving, tenant: &TenantRef, app: &str) -> Option<String> {
+    let config = json!({"op": "config_all"});
+    let result = serving.call_tool(tenant, app, "platform", &config).await.ok()?;
+    Some(result["ok"]["greeting"].as_str()?.to_owned())
+}
+
+/// Waits until `check` holds, polling every 10 ms; fails when it still does not after three
+/// quarters of [`atrium_store::STALE_AFTER`]: a change must reach another host by its
+/// poller, before its feed could go stale and bypass its memory.
+async fn until<F: std::future::Future<Output = bool>>(check: impl Fn() -> F) {
+    let deadline = std::time::Instant::now() + atrium_store::STALE_AFTER * 3 / 4;
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the other host did not see the change through its change feed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
