@@ -124,7 +124,7 @@ fn key_value<'a>(flag: &str, text: &'a str) -> Result<(&'a str, &'a str), String
         .ok_or_else(|| format!("--{flag} takes KEY=VALUE, got `{text}`"))
 }
 
-fn default_cache_dir() -> Option<PathBuf> {
+pub(crate) fn default_cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
@@ -430,6 +430,7 @@ fn build_platform(args: &Args) -> Result<MemoryPlatform, String> {
         platform = platform.with_room(room, &members);
     }
     if let Some(path) = &args.mocks {
+        platform = platform.answering_unmocked();
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the mock file {}: {e}", path.display()))?;
         let tools = atrium_manifest::devmock::parse_mock_file(&text)

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use atrium_manifest::Severity;
 use atrium_manifest::project::{self, Finding};
+use atrium_platform::registry::{PreflightFile, PreflightRequest};
 use base64::Engine;
 
 /// The manifest file name looked for in the current directory.
@@ -32,14 +33,18 @@ pub struct Args {
 }
 
 /// Why the check could not run (exit code 2).
-struct CannotRun(String);
+pub(crate) struct CannotRun(pub(crate) String);
 
 /// A project read from disk: paths relative to the project's directory.
-struct ProjectFiles {
-    manifest_file: String,
-    manifest: Vec<u8>,
-    templates: Vec<(String, Vec<u8>)>,
-    docs: Vec<(String, Vec<u8>)>,
+pub(crate) struct ProjectFiles {
+    /// The manifest's path as given.
+    pub(crate) manifest_file: String,
+    /// The manifest's bytes.
+    pub(crate) manifest: Vec<u8>,
+    /// `defaults/templates/*.json`, by path.
+    pub(crate) templates: Vec<(String, Vec<u8>)>,
+    /// The files under `app_docs/`, by path relative to it.
+    pub(crate) docs: Vec<(String, Vec<u8>)>,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -74,7 +79,7 @@ fn read(path: &Path) -> Result<Vec<u8>, CannotRun> {
     std::fs::read(path).map_err(|e| CannotRun(format!("cannot read {}: {e}", path.display())))
 }
 
-fn read_project(manifest: &Path) -> Result<ProjectFiles, CannotRun> {
+pub(crate) fn read_project(manifest: &Path) -> Result<ProjectFiles, CannotRun> {
     let dir = manifest
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -131,7 +136,7 @@ fn read_project(manifest: &Path) -> Result<ProjectFiles, CannotRun> {
     })
 }
 
-fn check_locally(files: &ProjectFiles) -> Vec<Finding> {
+pub(crate) fn check_locally(files: &ProjectFiles) -> Vec<Finding> {
     let (_, mut findings) = project::check_manifest(&files.manifest_file, &files.manifest);
     let templates: Vec<(String, &[u8])> = files
         .templates
@@ -148,44 +153,48 @@ fn check_locally(files: &ProjectFiles) -> Vec<Finding> {
     findings
 }
 
-/// Sends the project to `POST /api/dev/preflight`; any failure to get an answer is exit 2.
-fn preflight(
-    platform: &crate::platform::PlatformConfig,
-    files: &ProjectFiles,
-) -> Result<Vec<Finding>, CannotRun> {
-    let Ok(manifest) = String::from_utf8(files.manifest.clone()) else {
-        // Not text: nothing the platform could add; report it as the local check does.
-        return Ok(check_locally(files));
+/// The body of `POST /api/dev/preflight` for a project, or `None` when the manifest is not
+/// text (nothing the platform could add: the local check reports it).
+pub(crate) fn preflight_body(files: &ProjectFiles) -> Option<PreflightRequest> {
+    let manifest = String::from_utf8(files.manifest.clone()).ok()?;
+    let encode = |path: String, bytes: &[u8]| match std::str::from_utf8(bytes) {
+        Ok(text) => PreflightFile {
+            path,
+            content: Some(text.to_owned()),
+            content_base64: None,
+        },
+        Err(_) => PreflightFile {
+            path,
+            content: None,
+            content_base64: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        },
     };
-    let encode = |prefix: &str, path: &str, bytes: &[u8]| {
-        let path = if prefix.is_empty() {
-            path.to_owned()
-        } else {
-            format!("{prefix}/{path}")
-        };
-        match std::str::from_utf8(bytes) {
-            Ok(text) => serde_json::json!({"path": path, "content": text}),
-            Err(_) => {
-                serde_json::json!({"path": path, "content_base64": base64::engine::general_purpose::STANDARD.encode(bytes)})
-            }
-        }
-    };
-    let mut sent: Vec<serde_json::Value> = files
+    let mut sent: Vec<PreflightFile> = files
         .templates
         .iter()
-        .map(|(p, b)| encode("", p, b))
+        .map(|(p, b)| encode(p.clone(), b))
         .collect();
     sent.extend(
         files
             .docs
             .iter()
-            .map(|(p, b)| encode(project::DOCS_DIR, p, b)),
+            .map(|(p, b)| encode(format!("{}/{p}", project::DOCS_DIR), b)),
     );
-    let body = serde_json::json!({
-        "manifest": manifest,
-        "manifest_file": files.manifest_file,
-        "files": sent,
-    });
+    Some(PreflightRequest {
+        manifest,
+        manifest_file: Some(files.manifest_file.clone()),
+        files: sent,
+    })
+}
+
+/// Sends the project to `POST /api/dev/preflight`; any failure to get an answer is exit 2.
+fn preflight(
+    platform: &crate::platform::PlatformConfig,
+    files: &ProjectFiles,
+) -> Result<Vec<Finding>, CannotRun> {
+    let Some(body) = preflight_body(files) else {
+        return Ok(check_locally(files));
+    };
     let url = format!("{}/api/dev/preflight", platform.url);
     let runtime = crate::async_runtime(false).map_err(CannotRun)?;
     runtime.block_on(async {
@@ -234,6 +243,25 @@ fn report(args: &Args, findings: &[Finding]) {
         }
         return;
     }
+    print_findings(findings);
+}
+
+/// Prints each problem, then the verdict.
+pub(crate) fn print_findings(findings: &[Finding]) {
+    print_problems(findings);
+    let errors = findings.iter().filter(|f| f.is_error()).count();
+    let warnings = findings.len() - errors;
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let verdict = if errors == 0 { "passed" } else { "failed" };
+    println!(
+        "lint {verdict}: {}, {}",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    );
+}
+
+/// Prints each problem as `file:line:column: severity[code] path: message`.
+pub(crate) fn print_problems(findings: &[Finding]) {
     for f in findings {
         let p = &f.problem;
         let location = match (p.line, p.column) {
@@ -248,13 +276,4 @@ fn report(args: &Args, findings: &[Finding]) {
         let path = if p.path.is_empty() { "(file)" } else { &p.path };
         println!("{location}: {severity}[{}] {path}: {}", p.code, p.message);
     }
-    let errors = findings.iter().filter(|f| f.is_error()).count();
-    let warnings = findings.len() - errors;
-    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-    let verdict = if errors == 0 { "passed" } else { "failed" };
-    println!(
-        "lint {verdict}: {}, {}",
-        plural(errors, "error"),
-        plural(warnings, "warning")
-    );
 }

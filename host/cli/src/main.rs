@@ -3,12 +3,21 @@
 //! Exit codes follow the platform's CLI contract: 0 success, 1 bad input, 2 platform error
 //! (or, for `lint`, a check that could not run), 3 authentication error.
 
+mod account;
+mod apps;
 mod call;
+mod client;
 mod demo;
+mod deploy;
+mod dev;
 mod developers;
+mod doctor;
+mod init;
 mod keys;
 mod lint;
+mod oauth;
 mod platform;
+mod secrets;
 mod serve;
 mod tenants;
 
@@ -53,6 +62,61 @@ enum Command {
     /// Exit codes: 0 success, 1 bad input (an unknown organization, tenant or token, an
     /// invalid user id or display name), 2 the store could not be opened or written.
     Tenants(tenants::Args),
+    /// Create a new app project: manifest, handler with a tool and its unit tests, docs, a
+    /// template, a CI workflow, a web/ bundle wired to the postMessage bridge.
+    ///
+    /// Exit codes: 0 created, 1 bad input (an invalid slug, a directory that is not empty, a
+    /// language without an SDK).
+    Init(init::Args),
+    /// Sign in with a browser (the platform's OpenID Connect provider), or store a developer
+    /// token given with --token; either way the platform checks it first.
+    ///
+    /// Exit codes: 0 logged in, 1 bad input (no platform address, an empty token), 2 the
+    /// platform or the provider could not be reached, 3 the sign-in or the token was refused
+    /// (nothing stored).
+    Login(account::LoginArgs),
+    /// Show the developer account of the stored token (or SERVICE_TOKEN): email, login,
+    /// publish_allowed and the dev tenant.
+    ///
+    /// Exit codes: 0 authenticated, 1 not authenticated (no token, or one the platform
+    /// refuses), 2 the platform could not be reached.
+    Whoami(account::WhoamiArgs),
+    /// Remove the stored developer token (it stays valid on the platform until it expires).
+    ///
+    /// Exit codes: 0, or 1 when the config file cannot be read, 2 when it cannot be written.
+    Logout(account::LogoutArgs),
+    /// Your apps on the platform (list, show).
+    ///
+    /// Exit codes: 0 success, 1 bad input, 2 a platform error (including an unknown app), 3 no
+    /// token or a refused one.
+    Apps(apps::Args),
+    /// Deploy the app of this directory: preflight, build, registration with its docs and
+    /// templates, the frontend bundle, promotion.
+    ///
+    /// Exit codes: 0 deployed, 1 bad input (a manifest or preflight error, a failed build), 2
+    /// a platform error, 3 no token or a refused one.
+    Deploy(deploy::Args),
+    /// Run the app locally: its web bundle with live reload in a parent shell that speaks the
+    /// postMessage bridge, its tools answered by the component against the mock file, a
+    /// rebuild when the source changes.
+    ///
+    /// Exit codes: 0 after Ctrl-C, 1 bad input (no manifest, no bundle, a port in use), 2 the
+    /// runtime could not start.
+    Dev(dev::Args),
+    /// Check what deploying needs: login, the build toolchain, the registry credential, the
+    /// SDK, the manifest.
+    ///
+    /// Exit codes: 0 every check passed (warnings allowed), 1 a check failed.
+    Doctor(doctor::Args),
+    /// Move installs of your app to a version, bypassing their upgrade policy.
+    ///
+    /// Exit codes: 0 success, 1 bad input, 2 a platform error, 3 no token or a refused one.
+    Upgrade(apps::UpgradeArgs),
+    /// Manage your app's dev-default secrets (set, list, get, delete); values are never shown.
+    ///
+    /// Exit codes: 0 success, 1 bad input (a bad key, no app), 2 a platform error, 3 no token
+    /// or a refused one.
+    Secrets(secrets::Args),
     /// Run the host: the /v1 API on --addr, data under --data-dir (or ATRIUM_DATABASE_URL).
     ///
     /// Exit codes: 0 after a clean shutdown (SIGINT or SIGTERM), 1 bad input, 2 the host could
@@ -71,6 +135,16 @@ fn main() -> ExitCode {
         Command::Keys(args) => keys::run(&args),
         Command::Developers(args) => developers::run(&args),
         Command::Tenants(args) => tenants::run(&args),
+        Command::Init(args) => init::run(&args),
+        Command::Login(args) => account::login(&args),
+        Command::Whoami(args) => account::whoami(&args),
+        Command::Logout(args) => account::logout(&args),
+        Command::Apps(args) => apps::run(&args),
+        Command::Deploy(args) => deploy::run(&args),
+        Command::Dev(args) => dev::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
+        Command::Upgrade(args) => apps::upgrade(&args),
+        Command::Secrets(args) => secrets::run(&args),
         Command::Serve(args) => serve::run(&args),
     }
 }
@@ -136,4 +210,14 @@ fn init_logging(default_filter: &str) {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every command's arguments are consistent (clap's own checks: unique names, valid
+    /// defaults, no flag shadowing another).
+    #[test]
+    fn the_command_line_is_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

@@ -51,6 +51,9 @@ struct State {
     agent_calls: Vec<AgentCall>,
     commitments: Vec<Commitment>,
     next_id: u64,
+    /// Whether a tool without a mock is a tool the platform has (answering `unmocked`)
+    /// rather than an unknown one.
+    unmocked: bool,
 }
 
 /// The in-memory platform.
@@ -71,6 +74,14 @@ impl MemoryPlatform {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers every platform tool without a mock with decision `unmocked`, as the developer
+    /// tool's mock file does (the spec's dev mock), instead of `unknown_tool`.
+    #[must_use]
+    pub fn answering_unmocked(self) -> Self {
+        self.lock().unmocked = true;
+        self
     }
 
     /// Adds a platform tool that needs `scopes` and answers `result`.
@@ -171,7 +182,12 @@ impl MemoryPlatform {
 #[async_trait]
 impl Platform for MemoryPlatform {
     fn tool_scopes(&self, tool: &str) -> Option<Vec<String>> {
-        self.lock().tools.get(tool).map(|t| t.scopes.clone())
+        let state = self.lock();
+        match state.tools.get(tool) {
+            Some(t) => Some(t.scopes.clone()),
+            None if state.unmocked => Some(Vec::new()),
+            None => None,
+        }
     }
 
     async fn call_tool(

@@ -178,6 +178,11 @@ impl ApiError {
         )
     }
 
+    /// 404 with a `code` of its own: a thing this host does not offer.
+    pub fn not_offered(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found_error", code, message)
+    }
+
     /// 413: the body is larger than the host accepts.
     pub fn too_large(limit: usize) -> Self {
         Self::client(

@@ -22,7 +22,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
-pub use api::Dev;
+pub use api::{Dev, views};
 pub use atrium_store::Metering;
 pub use atrium_store::POLL_INTERVAL;
 pub use chat::DEFAULT_TENANT;

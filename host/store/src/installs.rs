@@ -279,7 +279,7 @@ impl Store {
                 .bind(&template.body).bind(now)
                 .execute(&mut *tx).await?;
             }
-            crate::changes::record_changes!(tx, &[changed.clone()]);
+            crate::changes::record_changes!(tx, std::slice::from_ref(&changed));
             tx.commit().await?;
             !existed
         });
@@ -311,7 +311,7 @@ impl Store {
             .bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
             .execute(&mut *tx).await?.rows_affected();
             if changed > 0 {
-                crate::changes::record_changes!(tx, &[change.clone()]);
+                crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             }
             tx.commit().await?;
             changed
@@ -438,7 +438,7 @@ impl Store {
                 .bind(org_id).bind(tenant_id).bind(app_slug).bind(key).bind(value).bind(now)
                 .execute(&mut *tx).await?;
             }
-            crate::changes::record_changes!(tx, &[change.clone()]);
+            crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             tx.commit().await?;
         });
         self.changed(&[change]);
@@ -475,7 +475,7 @@ impl Store {
             )
             .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key).bind(sealed).bind(now)
             .execute(&mut *tx).await?;
-            crate::changes::record_changes!(tx, &[change.clone()]);
+            crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             tx.commit().await?;
             self.changed(&[change]);
             Ok(!existed)
@@ -500,7 +500,7 @@ impl Store {
             .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key)
             .execute(&mut *tx).await?.rows_affected() == 1;
             if deleted {
-                crate::changes::record_changes!(tx, &[change.clone()]);
+                crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             }
             tx.commit().await?;
             deleted
@@ -527,7 +527,7 @@ impl Store {
                     .bind(org_id).bind(tenant_id).bind(app_slug)
                     .execute(&mut *tx).await?;
             }
-            crate::changes::record_changes!(tx, &[change.clone()]);
+            crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             tx.commit().await?;
         });
         self.changed(&[change]);
@@ -568,7 +568,7 @@ impl Store {
             )
             .bind(version).bind(&scopes).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
             .execute(&mut *tx).await?;
-            crate::changes::record_changes!(tx, &[change.clone()]);
+            crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             tx.commit().await?;
         });
         self.changed(&[change]);
@@ -592,7 +592,7 @@ impl Store {
             )
             .bind(version).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
             .execute(&mut *tx).await?;
-            crate::changes::record_changes!(tx, &[change.clone()]);
+            crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             tx.commit().await?;
         });
         self.changed(&[change]);

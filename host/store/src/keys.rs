@@ -153,7 +153,7 @@ impl Store {
                 .await?
                 .rows_affected();
             if changed > 0 {
-                crate::changes::record_changes!(tx, &[change.clone()]);
+                crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             }
             tx.commit().await?;
             changed

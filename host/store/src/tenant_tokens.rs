@@ -266,7 +266,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             if renamed {
-                crate::changes::record_changes!(tx, &[user_change.clone()]);
+                crate::changes::record_changes!(tx, std::slice::from_ref(&user_change));
             }
             tx.commit().await?;
             (created, display_name)
@@ -382,7 +382,7 @@ impl Store {
             .rows_affected()
                 > 0;
             if revoked {
-                crate::changes::record_changes!(tx, &[change.clone()]);
+                crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             }
             tx.commit().await?;
             revoked

@@ -3,10 +3,11 @@
 //! The build script compiles the examples and the test guests to `wasm32-wasip2`; each
 //! constant names a component file, each `*_MANIFEST` its manifest. [`pdf`] writes PDF
 //! fixtures; [`python`] installs the Python packages some tests run; [`oidc`] runs a fake
-//! OpenID Connect provider; [`s3`] runs a real S3 server.
+//! OpenID Connect provider; [`s3`] runs a real S3 server; [`browser`] drives a real Chromium.
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
+pub mod browser;
 pub mod oidc;
 pub mod s3;
 

@@ -50,6 +50,27 @@ fn a_tool_call_prints_its_json_result_and_what_the_app_did() {
     );
 }
 
+/// A platform tool the mock file does not mock answers decision `unmocked` (the spec's dev
+/// mock), not `unknown_tool`.
+#[test]
+fn an_unmocked_platform_tool_answers_unmocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mocks = dir.path().join("empty.dev.json");
+    std::fs::write(&mocks, "{}").unwrap();
+    let out = call(&[
+        "--component",
+        atrium_test_artifacts::INVOICES,
+        "--manifest",
+        "examples/invoices/atrium.app.yaml",
+        "--mocks",
+        mocks.to_str().unwrap(),
+        "list_invoices",
+        "{}",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("unmocked"), "{}", stderr(&out));
+}
+
 #[test]
 fn scopes_settings_and_events() {
     let denied = invoices(&[

@@ -4,6 +4,8 @@
 
 mod call;
 mod demo;
+mod dev;
+mod developer;
 mod keys;
 mod lint;
 mod registry;
@@ -92,4 +94,53 @@ pub(crate) fn stdout(out: &Output) -> String {
 
 pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `atrium` isolated from the machine: a config directory of its own, no inherited
+/// platform or host settings.
+pub(crate) struct Atrium {
+    /// The tool's config directory (`ATRIUM_CONFIG_DIR`).
+    pub(crate) config_dir: std::path::PathBuf,
+}
+
+impl Atrium {
+    pub(crate) fn command(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_atrium"));
+        command.args(args).current_dir(dir);
+        for name in [
+            "ATRIUM_DATABASE_URL",
+            "ATRIUM_DATA_DIR",
+            "ATRIUM_ADDR",
+            "ATRIUM_CONFIG",
+            "ATRIUM_JWT_SECRET",
+            "ATRIUM_SECRETS_KEY",
+            "ATRIUM_ARTIFACTS_URI",
+            "ATRIUM_OIDC_ISSUER",
+            "ATRIUM_OIDC_AUDIENCE",
+            "ATRIUM_PLATFORM_URL",
+            "SERVICE_TOKEN",
+        ] {
+            command.env_remove(name);
+        }
+        command.env("ATRIUM_CONFIG_DIR", &self.config_dir);
+        command.envs(env.iter().copied());
+        command
+    }
+
+    pub(crate) fn run(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(dir, args, env).output().expect("run atrium")
+    }
+
+    /// Runs with `input` on standard input.
+    pub(crate) fn run_with_input(&self, dir: &Path, args: &[&str], input: &str) -> Output {
+        let mut child = self
+            .command(dir, args, &[])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
 }

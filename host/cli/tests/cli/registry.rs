@@ -5,14 +5,14 @@
 //! One host serves all the HTTP checks: starting it is most of the cost.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 use std::time::Duration;
 
 use atrium_test_artifacts::oidc::{Provider, SigningKey};
 use serde_json::Value;
 
-use crate::{Serve, stderr, stdout};
+use crate::{Atrium, Serve, stderr, stdout};
 
 const AUDIENCE: &str = "atrium-cli";
 
@@ -21,41 +21,6 @@ fn manifest(scopes: &str) -> String {
     format!(
         "apiVersion: platform/v2\napp_id: demo-app\nversion: 1.0.0\nname: Demo\nruntime:\n  image: ghcr.io/acme/demo:1.0.0\nrequired_scopes: [{scopes}]\n"
     )
-}
-
-/// Runs `atrium` the way an operator or a developer would, isolated from the machine: no user
-/// config file (`ATRIUM_CONFIG_DIR` is a fresh directory), no inherited host settings.
-struct Atrium {
-    config_dir: PathBuf,
-}
-
-impl Atrium {
-    fn command(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_atrium"));
-        command.args(args).current_dir(dir);
-        for name in [
-            "ATRIUM_DATABASE_URL",
-            "ATRIUM_DATA_DIR",
-            "ATRIUM_ADDR",
-            "ATRIUM_CONFIG",
-            "ATRIUM_JWT_SECRET",
-            "ATRIUM_SECRETS_KEY",
-            "ATRIUM_ARTIFACTS_URI",
-            "ATRIUM_OIDC_ISSUER",
-            "ATRIUM_OIDC_AUDIENCE",
-            "ATRIUM_PLATFORM_URL",
-            "SERVICE_TOKEN",
-        ] {
-            command.env_remove(name);
-        }
-        command.env("ATRIUM_CONFIG_DIR", &self.config_dir);
-        command.envs(env.iter().copied());
-        command
-    }
-
-    fn run(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-        self.command(dir, args, env).output().expect("run atrium")
-    }
 }
 
 /// A running `atrium serve` with the environment of [`Atrium`].
@@ -223,8 +188,8 @@ fn developers_sign_in_with_host_and_oidc_tokens_and_lint_asks_the_host() {
     assert_eq!(ada["tenant"]["tenant"], "ada-dev");
 
     // The host, trusting a provider that runs in this test.
-    let key = SigningKey::generate("k1");
-    let provider = Provider::start(&[&key]);
+    let key = std::sync::Arc::new(SigningKey::generate("k1"));
+    let provider = Provider::start(&[&*key]);
     let host = Host::start(
         &atrium,
         here,
@@ -373,7 +338,97 @@ fn developers_sign_in_with_host_and_oidc_tokens_and_lint_asks_the_host() {
         stderr(&unreachable)
     );
 
+    // `atrium login` without a token: the browser sign-in through the host's provider, with
+    // this test as the browser (no browser can be opened here: the address is printed).
+    provider.sign_in(key.clone(), "ada@example.com");
+    let (login, authorize) = start_login(&atrium, here, &url);
+    let landed = browse(&authorize);
+    assert!(landed.contains("Signed in to Atrium"), "{landed}");
+    let (code, printed, errors) = login.finish();
+    assert_eq!(code, Some(0), "{printed}{errors}");
+    assert!(printed.contains("as ada <ada@example.com>"), "{printed}");
+    assert_eq!(provider.codes_exchanged(), 1);
+    let whoami = atrium.run(here, &["whoami", "--json"], &[]);
+    assert_eq!(whoami.status.code(), Some(0), "{}", stderr(&whoami));
+    let me: Value = serde_json::from_slice(&whoami.stdout).unwrap();
+    assert_eq!(me["login"], "ada");
+    // A sign-in the provider refuses (the user said no) is exit 3, and nothing changes.
+    let stored = std::fs::read_to_string(atrium.config_dir.join("config.toml")).unwrap();
+    let (login, authorize) = start_login(&atrium, here, &url);
+    let parsed = url::Url::parse(&authorize).unwrap();
+    let param = |name: &str| {
+        parsed
+            .query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+            .unwrap()
+    };
+    let denied = format!(
+        "{}?error=access_denied&error_description=no&state={}",
+        param("redirect_uri"),
+        param("state")
+    );
+    let landed = browse(&denied);
+    assert!(landed.contains("did not complete"), "{landed}");
+    let (code, printed, errors) = login.finish();
+    assert_eq!(code, Some(3), "{printed}{errors}");
+    assert!(errors.contains("access_denied"), "{errors}");
+    assert_eq!(
+        std::fs::read_to_string(atrium.config_dir.join("config.toml")).unwrap(),
+        stored
+    );
+    assert_eq!(provider.codes_exchanged(), 1);
+
     host.stop();
+}
+
+/// Starts `atrium login --platform <url>` (no token, no browser) and reads the sign-in
+/// address it prints.
+fn start_login(atrium: &Atrium, dir: &Path, url: &str) -> (Login, String) {
+    use std::io::BufRead as _;
+    let mut child = atrium
+        .command(dir, &["login", "--platform", url, "--no-browser"], &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let authorize = loop {
+        let line = lines
+            .next()
+            .expect("login prints the sign-in address")
+            .unwrap();
+        if let Some(address) = line.trim().strip_prefix("http") {
+            break format!("http{address}");
+        }
+    };
+    // The rest of its output, read by a thread so the pipe never fills up.
+    let rest =
+        std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
+    (Login { child, rest }, authorize)
+}
+
+/// A running `atrium login`.
+struct Login {
+    child: std::process::Child,
+    rest: std::thread::JoinHandle<String>,
+}
+
+impl Login {
+    /// Waits for it: the exit code, what it printed after the address, its standard error.
+    fn finish(self) -> (Option<i32>, String, String) {
+        let out = self.child.wait_with_output().unwrap();
+        (out.status.code(), self.rest.join().unwrap(), stderr(&out))
+    }
+}
+
+/// What a browser shows after following `address` and its redirects.
+fn browse(address: &str) -> String {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async { reqwest::get(address).await.unwrap().text().await.unwrap() })
 }
 
 /// The plain-http refusal (`OidcConfig::new`) is unit-tested in atrium-platform: each host

@@ -165,6 +165,12 @@ impl Identity {
         self
     }
 
+    /// The OpenID Connect provider whose ID tokens the host accepts, if any: where the
+    /// developer tool sends a developer to sign in.
+    pub fn oidc(&self) -> Option<&OidcConfig> {
+        self.oidc.as_ref().map(OidcVerifier::config)
+    }
+
     /// The signer of the host's own tokens.
     pub fn issuer(&self) -> &TokenIssuer {
         &self.local

@@ -6,7 +6,7 @@ use atrium_manifest::project::{self, Finding};
 use atrium_manifest::{Code, Manifest, Severity};
 use atrium_store::Developer;
 use base64::Engine;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Registry, RegistryError, Result};
 use crate::{artifacts, scopes};
@@ -15,13 +15,13 @@ use crate::{artifacts, scopes};
 pub const MAX_FILES: usize = 1_000;
 
 /// A project sent for preflight.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreflightRequest {
     /// The manifest text.
     pub manifest: String,
     /// Its file name (default `atrium.app.yaml`): names it in findings and picks the format.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest_file: Option<String>,
     /// The project's other files: `defaults/templates/*.json` and `app_docs/**`; others are
     /// ignored.
@@ -30,16 +30,16 @@ pub struct PreflightRequest {
 }
 
 /// One file of a project.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreflightFile {
     /// The path relative to the project's root, `/`-separated.
     pub path: String,
     /// The content as text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// The content as base64, for binary files (images in the docs).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_base64: Option<String>,
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{ActivateRequest, Activated, Registry, RegistryError, Result, TenantRef};
 
 /// What happened to one install in an upgrade run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UpgradeOutcome {
     /// The organization.
     pub organization: String,
@@ -21,13 +21,13 @@ pub struct UpgradeOutcome {
     /// The version it is on now, or waits for.
     pub to: String,
     /// `upgraded`, `pending_consent` (new scopes, no consent) or `current` (already there).
-    pub outcome: &'static str,
+    pub outcome: String,
     /// The scopes the target adds, when it waits for consent or they were force-granted.
     pub new_scopes: Vec<String>,
 }
 
 /// The body of the developer's forced upgrade.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ForcedUpgrade {
     /// The version to move installs to (default: the app's current version).
@@ -171,12 +171,12 @@ impl Registry {
             tenant: install.tenant_id.clone(),
             from: install.version.clone(),
             to: version.to_owned(),
-            outcome: "upgraded",
+            outcome: "upgraded".to_owned(),
             new_scopes: new_scopes.clone(),
         };
         let store = &self.inner.store;
         if install.version == version {
-            outcome.outcome = "current";
+            outcome.outcome = "current".to_owned();
             return Ok(outcome);
         }
         if !new_scopes.is_empty() && !force {
@@ -188,7 +188,7 @@ impl Registry {
                     version,
                 )
                 .await?;
-            outcome.outcome = "pending_consent";
+            outcome.outcome = "pending_consent".to_owned();
             return Ok(outcome);
         }
         // Scopes the new version no longer asks for are dropped: a grant is for what is asked.

@@ -95,14 +95,19 @@ impl std::fmt::Debug for Serving {
 impl Serving {
     /// Serves the registry's apps with `runtime`, keeping at most `capacity` versions loaded.
     pub fn new(registry: Registry, runtime: Runtime, capacity: usize) -> Self {
-        let installs = InstallCache::new(registry.store(), INSTALLS_CACHED, |change| match change {
-            atrium_store::Change::Install {
-                org_id,
-                tenant_id,
-                app_slug,
-            } => atrium_store::Affected::Key((org_id.clone(), tenant_id.clone(), app_slug.clone())),
-            _ => atrium_store::Affected::Nothing,
-        });
+        let installs =
+            InstallCache::new(registry.store(), INSTALLS_CACHED, |change| match change {
+                atrium_store::Change::Install {
+                    org_id,
+                    tenant_id,
+                    app_slug,
+                } => atrium_store::Affected::Key((
+                    org_id.clone(),
+                    tenant_id.clone(),
+                    app_slug.clone(),
+                )),
+                _ => atrium_store::Affected::Nothing,
+            });
         Serving {
             inner: Arc::new(Inner {
                 installs,

@@ -10,8 +10,8 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::StatusCode;
 
 use super::views::{
-    AppChanged, AppDetailView, AppList, AppView, BundleSet, FileView, Me, PreflightView,
-    RegistrationView, ScopeList, TemplatesSet, VersionView,
+    AppChanged, AppDetailView, AppList, AppView, BundleSet, FileView, LoginProvider, Me,
+    PreflightView, RegistrationView, ScopeList, TemplatesSet, UpgradeRun, VersionView,
 };
 use super::{Dev, registry};
 use crate::{ApiError, HostState, JsonBody};
@@ -19,6 +19,28 @@ use crate::{ApiError, HostState, JsonBody};
 /// The developer the token speaks for.
 pub async fn me(Dev(dev): Dev) -> Json<Me> {
     Json(Me::from(&dev))
+}
+
+/// Where developers sign in (no credential needed): the OpenID Connect provider the host
+/// trusts, or 404 `oidc_not_configured` when it has none (developers then use tokens the
+/// operator issues).
+pub async fn login(State(state): State<HostState>) -> Result<Json<LoginProvider>, ApiError> {
+    state
+        .identity
+        .as_deref()
+        .and_then(atrium_platform::identity::Identity::oidc)
+        .map(|oidc| {
+            Json(LoginProvider {
+                issuer: oidc.issuer().to_owned(),
+                client_id: oidc.audience().to_owned(),
+            })
+        })
+        .ok_or_else(|| {
+            ApiError::not_offered(
+                "oidc_not_configured",
+                "this host trusts no OpenID Connect provider: ask its operator for a developer token (`atrium developers token`) and use `atrium login --token`",
+            )
+        })
 }
 
 /// The platform's scope catalogue; no credential needed.
@@ -307,13 +329,6 @@ pub async fn archive(
     Ok(Json(AppChanged {
         app: AppView::from(&app),
     }))
-}
-
-/// `POST /api/dev/apps/{slug}/upgrade`.
-#[derive(Debug, serde::Serialize)]
-pub struct UpgradeRun {
-    /// What happened to each install.
-    pub installs: Vec<atrium_platform::registry::UpgradeOutcome>,
 }
 
 /// The developer forces installs of their app to a version, bypassing their upgrade policy.

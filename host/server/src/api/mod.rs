@@ -10,7 +10,7 @@ mod routes;
 mod secrets;
 mod tenant;
 mod tenant_tokens;
-mod views;
+pub mod views;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -28,6 +28,7 @@ const REGISTER_BODY_BYTES: usize = atrium_platform::registry::MAX_COMPONENT_BYTE
 pub fn router() -> Router<HostState> {
     let dev = Router::new()
         .route("/me", get(dev::me))
+        .route("/login", get(dev::login))
         .route("/preflight", post(dev::preflight))
         .route("/apps", get(dev::list_apps))
         .route("/apps/{slug}", get(dev::show_app))

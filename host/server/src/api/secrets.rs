@@ -4,22 +4,10 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
 
-use super::views::{SecretList, SecretView};
+use super::views::{PutSecret, SecretList, SecretView};
 use super::{Dev, registry};
 use crate::{ApiError, HostState, JsonBody};
-
-/// `PUT .../secrets/{KEY}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PutSecret {
-    /// The value, stored sealed.
-    pub value: String,
-    /// What it is for; omitted keeps the stored description.
-    #[serde(default)]
-    pub description: Option<String>,
-}
 
 /// Sets a secret: 201 when new, 200 when replaced.
 pub async fn put(

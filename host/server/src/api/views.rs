@@ -1,9 +1,10 @@
-//! The bodies the developer API answers: typed structs, so the shape is written once and an
-//! OpenAPI document can be generated from them.
+//! The bodies the developer API answers and takes: typed structs, so the shape is written once
+//! (the host serializes them, `atrium`'s developer commands read them) and an OpenAPI document
+//! can be generated from them.
 
 use atrium_manifest::project::Finding;
 use atrium_store::{App, AppVersion, Developer, SecretMeta, VersionFile};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Milliseconds since the epoch as RFC 3339 (UTC, whole seconds).
 pub fn time(ms: i64) -> String {
@@ -17,7 +18,7 @@ fn opt_time(ms: Option<i64>) -> Option<String> {
 }
 
 /// `GET /api/dev/me`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Me {
     /// `dev_...`.
     pub id: String,
@@ -33,8 +34,18 @@ pub struct Me {
     pub created_at: String,
 }
 
+/// `GET /api/dev/login`: where developers sign in for a token the host accepts.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LoginProvider {
+    /// The OpenID Connect issuer (its discovery document is under
+    /// `/.well-known/openid-configuration`).
+    pub issuer: String,
+    /// The client id to sign in with: the audience the host expects of ID tokens.
+    pub client_id: String,
+}
+
 /// The organization and tenant a developer tries apps in.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct TenantContext {
     /// The organization's id.
     pub organization: String,
@@ -59,14 +70,14 @@ impl From<&Developer> for Me {
 }
 
 /// An app.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct AppView {
     /// The app_id.
     pub slug: String,
     /// Display name of the latest registered version.
     pub name: String,
     /// `draft`, `active` or `archived`.
-    pub status: &'static str,
+    pub status: String,
     /// The version new installs get.
     pub current_version: Option<String>,
     /// Creation.
@@ -82,7 +93,7 @@ impl From<&App> for AppView {
         AppView {
             slug: a.slug.clone(),
             name: a.name.clone(),
-            status: a.status.as_str(),
+            status: a.status.as_str().to_owned(),
             current_version: a.current_version.clone(),
             created_at: time(a.created_at),
             updated_at: time(a.updated_at),
@@ -92,7 +103,7 @@ impl From<&App> for AppView {
 }
 
 /// A file a version refers to.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct FileView {
     /// Relative path.
     pub path: String,
@@ -113,18 +124,18 @@ impl From<&VersionFile> for FileView {
 }
 
 /// A version.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct VersionView {
     /// The semantic version.
     pub version: String,
     /// `registered` or `published`.
-    pub status: &'static str,
+    pub status: String,
     /// Whether it is the app's current version.
     pub current: bool,
     /// `success` (a failed build is refused, never stored).
     pub build_result: String,
     /// `component` or `image`.
-    pub kind: &'static str,
+    pub kind: String,
     /// The manifest's `runtime.image`.
     pub image: String,
     /// The component's digest, for a component app.
@@ -155,14 +166,15 @@ impl VersionView {
             .map_or(0, |t| t.len());
         VersionView {
             version: v.version.clone(),
-            status: v.status.as_str(),
+            status: v.status.as_str().to_owned(),
             current: current == Some(v.version.as_str()),
             build_result: v.build_result.clone(),
             kind: if v.component_digest.is_some() {
                 "component"
             } else {
                 "image"
-            },
+            }
+            .to_owned(),
             image: v.image.clone(),
             component_digest: v.component_digest.clone(),
             component_size: v.component_size,
@@ -177,14 +189,14 @@ impl VersionView {
 }
 
 /// `GET /api/dev/apps`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct AppList {
     /// The developer's apps, by slug.
     pub apps: Vec<AppView>,
 }
 
 /// `GET /api/dev/apps/{slug}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct AppDetailView {
     /// The app.
     #[serde(flatten)]
@@ -194,7 +206,7 @@ pub struct AppDetailView {
 }
 
 /// `POST /api/dev/apps/{slug}/versions`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct RegistrationView {
     /// The app after registration.
     pub app: AppView,
@@ -209,14 +221,14 @@ pub struct RegistrationView {
 }
 
 /// Answers that carry the app after a state change (promote, archive).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct AppChanged {
     /// The app.
     pub app: AppView,
 }
 
 /// `POST .../defaults/templates`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct TemplatesSet {
     /// The version.
     pub version: String,
@@ -229,7 +241,7 @@ pub struct TemplatesSet {
 }
 
 /// `PUT .../bundle`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct BundleSet {
     /// The version.
     pub version: String,
@@ -244,7 +256,7 @@ pub struct BundleSet {
 }
 
 /// `POST /api/dev/preflight`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct PreflightView {
     /// No error-severity problem.
     pub passed: bool,
@@ -256,8 +268,26 @@ pub struct PreflightView {
     pub problems: Vec<Finding>,
 }
 
+/// `PUT /api/dev/apps/{slug}/secrets/{KEY}`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutSecret {
+    /// The value, stored sealed.
+    pub value: String,
+    /// What it is for; omitted keeps the stored description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// `POST /api/dev/apps/{slug}/upgrade`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UpgradeRun {
+    /// What happened to each install.
+    pub installs: Vec<atrium_platform::registry::UpgradeOutcome>,
+}
+
 /// A secret's metadata (never its value).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct SecretView {
     /// The key.
     pub key: String,
@@ -281,7 +311,7 @@ impl From<&SecretMeta> for SecretView {
 }
 
 /// `GET .../secrets`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct SecretList {
     /// By key.
     pub secrets: Vec<SecretView>,

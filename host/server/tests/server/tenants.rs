@@ -320,7 +320,10 @@ async fn a_token_revoked_on_one_host_stops_working_on_another() {
             }
             tokio::time::sleep(POLL_INTERVAL / 5).await;
         }
-        assert!(seen, "the revocation reached the other host's cache by its poller");
+        assert!(
+            seen,
+            "the revocation reached the other host's cache by its poller"
+        );
         one.stop().await;
         two.stop().await;
         other.close().await;

@@ -19,11 +19,11 @@ async fn caches_drop_what_other_handles_change_at_their_next_poll() {
     for (one, dir) in stores().await {
         let two = match &dir {
             Some(dir) => atrium_store::Store::open_sqlite(dir.path()).await.unwrap(),
-            None => atrium_store::Store::open_url(
-                &std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap(),
-            )
-            .await
-            .unwrap(),
+            None => {
+                atrium_store::Store::open_url(&std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap())
+                    .await
+                    .unwrap()
+            }
         };
         let org = unique("feed");
         let key = one.create_key(&org, "ci").await.unwrap();
@@ -72,11 +72,11 @@ async fn tenant_changes_reach_the_other_handle_and_stale_feeds_answer_nothing() 
     for (one, dir) in stores().await {
         let two = match &dir {
             Some(dir) => atrium_store::Store::open_sqlite(dir.path()).await.unwrap(),
-            None => atrium_store::Store::open_url(
-                &std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap(),
-            )
-            .await
-            .unwrap(),
+            None => {
+                atrium_store::Store::open_url(&std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap())
+                    .await
+                    .unwrap()
+            }
         };
         let org = one
             .create_key(&unique("feed-tenants"), "ci")

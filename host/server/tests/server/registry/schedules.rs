@@ -184,7 +184,10 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
 /// call is refused (no active install).
 async fn greeting(serving: &Serving, tenant: &TenantRef, app: &str) -> Option<String> {
     let config = json!({"op": "config_all"});
-    let result = serving.call_tool(tenant, app, "platform", &config).await.ok()?;
+    let result = serving
+        .call_tool(tenant, app, "platform", &config)
+        .await
+        .ok()?;
     Some(result["ok"]["greeting"].as_str()?.to_owned())
 }
 

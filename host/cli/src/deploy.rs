@@ -1,0 +1,618 @@
+//! `atrium deploy`: from a project directory to the app's current version on the platform.
+//!
+//! Five steps, each reported as it runs: the platform's preflight (`--no-preflight` skips it;
+//! an error-severity problem stops the deploy with exit 1), the build of the component
+//! (`cargo build --target wasm32-wasip2 --release` for a Rust project; `--skip-build` takes
+//! what the last build left; a project without `Cargo.toml` is a container-image app and
+//! registers its `runtime.image`), the registration of the version with its `app_docs/` and
+//! `defaults/templates/`, the upload of the frontend bundle (`--bundle DIR`, else `./dist`,
+//! else `./web`; `--bundle ''` skips it), and the promotion to current (`--no-promote` skips
+//! it). Running it again for the same version and the same files changes nothing: the
+//! platform answers registration and bundle with "already there".
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt as _;
+
+use atrium_manifest::Manifest;
+use atrium_server::views::{AppChanged, BundleSet, PreflightView, RegistrationView};
+
+use crate::client::{Client, Failure, Target};
+use crate::lint::{self, DEFAULT_MANIFEST, ProjectFiles};
+
+/// `atrium deploy` arguments (its `--version` is the app's, not the tool's).
+#[derive(Debug, clap::Args)]
+#[command(disable_version_flag = true)]
+pub struct Args {
+    /// The version to register (default: the manifest's `version`); when it differs, the
+    /// manifest file's `version` is set to it first (a component embeds its manifest).
+    #[arg(long)]
+    version: Option<String>,
+    /// Do not build: register the component the last build left.
+    #[arg(long)]
+    skip_build: bool,
+    /// Do not ask the platform's preflight first.
+    #[arg(long)]
+    no_preflight: bool,
+    /// Register (and upload the bundle) without making the version current.
+    #[arg(long)]
+    no_promote: bool,
+    /// The manifest file.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_MANIFEST)]
+    manifest: PathBuf,
+    /// The frontend bundle's directory (default: ./dist, else ./web; an empty string skips
+    /// the bundle).
+    #[arg(long, value_name = "DIR")]
+    bundle: Option<String>,
+    #[command(flatten)]
+    target: Target,
+}
+
+/// The five steps, for "[n/5]".
+const STEPS: usize = 5;
+
+fn step(n: usize, what: &str) {
+    println!("[{n}/{STEPS}] {what}");
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    crate::client::run("deploy", deploy(args))
+}
+
+async fn deploy(args: &Args) -> Result<(), Failure> {
+    let project_dir = args
+        .manifest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_owned();
+    if let Some(version) = &args.version {
+        // Into the file itself: a component embeds the manifest it was built with.
+        let text = std::fs::read(&args.manifest).map_err(|e| {
+            Failure::BadInput(format!("cannot read {}: {e}", args.manifest.display()))
+        })?;
+        let changed = with_version(&text, version)?;
+        if changed != text {
+            std::fs::write(&args.manifest, &changed).map_err(|e| {
+                Failure::BadInput(format!("cannot write {}: {e}", args.manifest.display()))
+            })?;
+            println!("Set version: {version} in {}", args.manifest.display());
+        }
+    }
+    let files = lint::read_project(&args.manifest).map_err(|e| Failure::BadInput(e.0))?;
+    let manifest = match std::str::from_utf8(&files.manifest)
+        .ok()
+        .and_then(|text| atrium_manifest::parse(text).ok())
+    {
+        Some(manifest) => manifest,
+        None => {
+            lint::print_findings(&lint::check_locally(&files));
+
+            return Err(Failure::BadInput(format!(
+                "{} does not validate: fix the errors above",
+                files.manifest_file
+            )));
+        }
+    };
+    let slug = manifest.app_id.clone();
+    let version = manifest.version.clone();
+    let client = Client::configured(&args.target)?;
+    println!(
+        "Deploying {slug} {version} to {} from {}",
+        client.url(),
+        project_dir.display()
+    );
+
+    // 1. Preflight.
+    if args.no_preflight {
+        step(1, "preflight: skipped (--no-preflight)");
+    } else {
+        step(1, "preflight");
+        let body = lint::preflight_body(&files).ok_or_else(|| {
+            Failure::BadInput(format!("{} is not UTF-8 text", files.manifest_file))
+        })?;
+        let view: PreflightView = client
+            .call(reqwest::Method::POST, "/api/dev/preflight", Some(&body))
+            .await?;
+        lint::print_problems(&view.problems);
+        if !view.passed {
+            return Err(Failure::BadInput(format!(
+                "the preflight found {} error(s): nothing was deployed",
+                view.errors
+            )));
+        }
+        println!("      passed ({} warning(s))", view.warnings);
+    }
+
+    // 2. Build.
+    let component = build(args, &project_dir, &manifest)?;
+
+    // 3. Registration.
+    step(3, &format!("register {slug} {version}"));
+    let (content_type, body) = registration_body(&files, component.as_deref())?;
+    let response = client
+        .send_bytes(
+            reqwest::Method::POST,
+            &format!("/api/dev/apps/{slug}/versions"),
+            &content_type,
+            body,
+            "registration",
+        )
+        .await?;
+    let registration: RegistrationView = read_json(response).await?;
+    lint::print_problems(&registration.warnings);
+    println!(
+        "      {} ({} docs file(s), {} template(s))",
+        if registration.created {
+            "registered"
+        } else {
+            "already registered with the same content"
+        },
+        registration.docs.len(),
+        registration.version.templates
+    );
+
+    // 4. Bundle.
+    match bundle_dir(args, &project_dir) {
+        Some(dir) => {
+            step(4, &format!("bundle {}", dir.display()));
+            let (archive, count) = archive(&dir)?;
+            let response = client
+                .send_bytes(
+                    reqwest::Method::PUT,
+                    &format!("/api/dev/apps/{slug}/versions/{version}/bundle"),
+                    "application/gzip",
+                    archive,
+                    "bundle",
+                )
+                .await?;
+            let set: BundleSet = read_json(response).await?;
+            println!(
+                "      {} ({count} file(s), {} bytes, {})",
+                if set.created {
+                    "uploaded"
+                } else {
+                    "already uploaded"
+                },
+                set.bytes,
+                set.bundle_digest
+            );
+        }
+        None => step(4, "bundle: none (no ./dist or ./web, or --bundle '')"),
+    }
+
+    // 5. Promotion.
+    if args.no_promote {
+        step(5, "promote: skipped (--no-promote)");
+        println!("Deployed {slug} {version} without making it current.");
+        return Ok(());
+    }
+    step(5, &format!("promote {version}"));
+    let changed: AppChanged = client
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/dev/apps/{slug}/versions/{version}/promote"),
+            None::<&()>,
+        )
+        .await
+        .map_err(|failure| match failure {
+            Failure::Platform(message) if message.contains(" 403") => Failure::Platform(format!(
+                "{message}; the version is registered: deploy with --no-promote, or ask for publish rights"
+            )),
+            other => other,
+        })?;
+    println!(
+        "Deployed {slug}: {} is the current version.",
+        changed.app.current_version.as_deref().unwrap_or(&version)
+    );
+    Ok(())
+}
+
+/// The manifest with its top-level `version` set to `version` (YAML: the `version:` line;
+/// JSON: the member).
+fn with_version(manifest: &[u8], version: &str) -> Result<Vec<u8>, Failure> {
+    let text = std::str::from_utf8(manifest)
+        .map_err(|_| Failure::BadInput("the manifest is not UTF-8 text".to_owned()))?;
+    if text.trim_start().starts_with('{') {
+        let mut value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Failure::BadInput(format!("the manifest is not JSON: {e}")))?;
+        value["version"] = serde_json::Value::String(version.to_owned());
+        return Ok(value.to_string().into_bytes());
+    }
+    let mut found = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if !found && line.starts_with("version:") {
+            found = true;
+            let end = if line.ends_with("\r\n") {
+                "\r\n"
+            } else if line.ends_with('\n') {
+                "\n"
+            } else {
+                ""
+            };
+            out.push_str(&format!("version: {version}{end}"));
+        } else {
+            out.push_str(line);
+        }
+    }
+    if !found {
+        return Err(Failure::BadInput(
+            "--version needs a top-level `version:` line in the manifest to replace".to_owned(),
+        ));
+    }
+    Ok(out.into_bytes())
+}
+
+/// Step 2: the component's bytes, or `None` for a container-image app.
+fn build(args: &Args, dir: &Path, manifest: &Manifest) -> Result<Option<Vec<u8>>, Failure> {
+    if !dir.join("Cargo.toml").is_file() {
+        step(
+            2,
+            &format!(
+                "build: no Cargo.toml, a container-image app ({})",
+                manifest.runtime.image
+            ),
+        );
+        return Ok(None);
+    }
+    let path = if args.skip_build {
+        step(2, "build: skipped (--skip-build)");
+        built_component(dir)?
+    } else {
+        step(2, "build: cargo build --target wasm32-wasip2 --release");
+        cargo_build(dir)?
+    };
+    let bytes = std::fs::read(&path)
+        .map_err(|e| Failure::BadInput(format!("cannot read {}: {e}", path.display())))?;
+    println!("      {} ({} bytes)", path.display(), bytes.len());
+    Ok(Some(bytes))
+}
+
+/// Runs the release build for wasm32-wasip2 and returns the component it made.
+pub(crate) fn cargo_build(dir: &Path) -> Result<PathBuf, Failure> {
+    let output =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "--target",
+                "wasm32-wasip2",
+                "--release",
+                "--message-format=json-render-diagnostics",
+            ])
+            .current_dir(dir)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| {
+                Failure::BadInput(format!(
+                    "cannot run cargo ({e}): install Rust (rustup) or deploy with --skip-build"
+                ))
+            })?;
+    if !output.status.success() {
+        return Err(Failure::BadInput(
+            "the build failed (cargo's messages are above): nothing was deployed".to_owned(),
+        ));
+    }
+    let mut found = None;
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<CargoMessage>(line) else {
+            continue;
+        };
+        if message.reason == "compiler-artifact"
+            && message
+                .target
+                .is_some_and(|t| t.kind.iter().any(|k| k == "cdylib"))
+        {
+            found = message
+                .filenames
+                .into_iter()
+                .find(|f| f.extension().is_some_and(|e| e == "wasm"))
+                .or(found);
+        }
+    }
+    found.ok_or_else(|| {
+        Failure::BadInput(
+            "the build made no component: the package needs `crate-type = [\"cdylib\"]` (as `atrium init` writes)"
+                .to_owned(),
+        )
+    })
+}
+
+/// A line of cargo's JSON messages (the fields used).
+#[derive(serde::Deserialize)]
+struct CargoMessage {
+    reason: String,
+    #[serde(default)]
+    target: Option<CargoTarget>,
+    #[serde(default)]
+    filenames: Vec<PathBuf>,
+}
+
+#[derive(serde::Deserialize)]
+struct CargoTarget {
+    kind: Vec<String>,
+}
+
+/// `cargo metadata`'s answer (the fields used).
+#[derive(serde::Deserialize)]
+struct CargoMetadata {
+    target_directory: PathBuf,
+    packages: Vec<CargoPackage>,
+    #[serde(default)]
+    workspace_members: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct CargoPackage {
+    id: String,
+    manifest_path: PathBuf,
+    targets: Vec<CargoLib>,
+}
+
+#[derive(serde::Deserialize)]
+struct CargoLib {
+    name: String,
+    kind: Vec<String>,
+}
+
+/// The component the last release build of the project in `dir` left.
+fn built_component(dir: &Path) -> Result<PathBuf, Failure> {
+    let output =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ])
+            .current_dir(dir)
+            .output()
+            .map_err(|e| Failure::BadInput(format!("cannot run cargo metadata: {e}")))?;
+    if !output.status.success() {
+        return Err(Failure::BadInput(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    let metadata: CargoMetadata = serde_json::from_slice(&output.stdout).map_err(|e| {
+        Failure::BadInput(format!("cargo metadata's answer is not understood: {e}"))
+    })?;
+    let own =
+        std::fs::canonicalize(dir.join("Cargo.toml")).unwrap_or_else(|_| dir.join("Cargo.toml"));
+    let package = metadata
+        .packages
+        .iter()
+        .find(|p| std::fs::canonicalize(&p.manifest_path).is_ok_and(|m| m == own))
+        .or_else(|| {
+            metadata
+                .packages
+                .iter()
+                .find(|p| metadata.workspace_members.contains(&p.id))
+        })
+        .ok_or_else(|| Failure::BadInput("cargo metadata names no package here".to_owned()))?;
+    let lib = package
+        .targets
+        .iter()
+        .find(|t| t.kind.iter().any(|k| k == "cdylib"))
+        .ok_or_else(|| {
+            Failure::BadInput(
+                "the package has no cdylib target: add `crate-type = [\"cdylib\"]` under [lib]"
+                    .to_owned(),
+            )
+        })?;
+    let path = metadata
+        .target_directory
+        .join("wasm32-wasip2")
+        .join("release")
+        .join(format!("{}.wasm", lib.name.replace('-', "_")));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Failure::BadInput(format!(
+            "there is no built component at {}: deploy without --skip-build",
+            path.display()
+        )))
+    }
+}
+
+/// The registration's multipart body: the manifest, the component, every `app_docs/` file and
+/// every template default.
+fn registration_body(
+    files: &ProjectFiles,
+    component: Option<&[u8]>,
+) -> Result<(String, Vec<u8>), Failure> {
+    let mut nonce = [0u8; 12];
+    getrandom::fill(&mut nonce)
+        .map_err(|e| Failure::Platform(format!("the system's random source failed: {e}")))?;
+    let boundary = format!(
+        "atrium-deploy-{}",
+        nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    let manifest_name = Path::new(&files.manifest_file).file_name().map_or_else(
+        || DEFAULT_MANIFEST.to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let mut parts: Vec<(&str, Option<String>, &[u8])> =
+        vec![("manifest", Some(manifest_name), &files.manifest)];
+    if let Some(component) = component {
+        parts.push(("component", None, component));
+    }
+    for (path, bytes) in &files.docs {
+        parts.push(("app_docs", Some(path.clone()), bytes));
+    }
+    for (path, bytes) in &files.templates {
+        parts.push(("templates", Some(path.clone()), bytes));
+    }
+    let mut body = Vec::new();
+    for (name, file_name, bytes) in parts {
+        let file = file_name
+            .map(|f| format!("; filename=\"{}\"", f.replace(['"', '\r', '\n'], "_")))
+            .unwrap_or_default();
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"{file}\r\nContent-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    Ok((format!("multipart/form-data; boundary={boundary}"), body))
+}
+
+/// The bundle directory: `--bundle` (empty: none), else `dist/`, else `web/` of the project.
+fn bundle_dir(args: &Args, project: &Path) -> Option<PathBuf> {
+    match args.bundle.as_deref() {
+        Some("") => None,
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => ["dist", "web"]
+            .into_iter()
+            .map(|d| project.join(d))
+            .find(|d| d.is_dir()),
+    }
+}
+
+/// A gzip-compressed tar of `dir`'s files (hidden files and `node_modules` left out), and how
+/// many files it holds.
+fn archive(dir: &Path) -> Result<(Vec<u8>, usize), Failure> {
+    if !dir.is_dir() {
+        return Err(Failure::BadInput(format!(
+            "the bundle directory {} does not exist",
+            dir.display()
+        )));
+    }
+    let fail = |e: std::io::Error| Failure::BadInput(format!("cannot pack {}: {e}", dir.display()));
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(current) = todo.pop() {
+        for entry in std::fs::read_dir(&current).map_err(fail)? {
+            let entry = entry.map_err(fail)?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "node_modules" {
+                continue;
+            }
+            let path = entry.path();
+            let kind = entry.file_type().map_err(fail)?;
+            if kind.is_dir() {
+                todo.push(path);
+            } else if kind.is_file() {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(encoder);
+    for path in &files {
+        let rel = path.strip_prefix(dir).unwrap_or(path);
+        let bytes = std::fs::read(path).map_err(fail)?;
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        tar.append_data(&mut header, rel, bytes.as_slice())
+            .map_err(fail)?;
+    }
+    let encoder = tar.into_inner().map_err(fail)?;
+    let bytes = encoder.finish().map_err(fail)?;
+    Ok((bytes, files.len()))
+}
+
+async fn read_json<T: serde::de::DeserializeOwned>(
+    response: reqwest::Response,
+) -> Result<T, Failure> {
+    let text = response
+        .text()
+        .await
+        .map_err(|e| Failure::Platform(format!("reading the platform's answer failed: {e}")))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Failure::Platform(format!("the platform's answer is not understood: {e}")))
+}
+
+/// Shows an upload's progress on standard error when it is a terminal: a bar, the bytes sent
+/// and the total.
+pub(crate) struct Progress {
+    label: &'static str,
+    total: u64,
+    sent: AtomicU64,
+    shown: AtomicU64,
+    terminal: bool,
+}
+
+impl Progress {
+    pub(crate) fn new(label: &'static str, total: u64) -> Arc<Self> {
+        Arc::new(Progress {
+            label,
+            total,
+            sent: AtomicU64::new(0),
+            shown: AtomicU64::new(u64::MAX),
+            terminal: std::io::stderr().is_terminal(),
+        })
+    }
+
+    pub(crate) fn advance(&self, bytes: u64) {
+        let sent = self.sent.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if !self.terminal {
+            return;
+        }
+        let percent = (sent * 100).checked_div(self.total).unwrap_or(100);
+        if self.shown.swap(percent, Ordering::Relaxed) == percent {
+            return;
+        }
+        const WIDTH: usize = 30;
+        let done = usize::try_from(percent.min(100)).unwrap_or(100) * WIDTH / 100;
+        let mut err = std::io::stderr();
+        let _ = write!(
+            err,
+            "\r      {} [{}{}] {percent:>3}% {sent}/{} bytes",
+            self.label,
+            "#".repeat(done),
+            " ".repeat(WIDTH - done),
+            self.total
+        );
+        if sent >= self.total {
+            let _ = writeln!(err);
+        }
+        let _ = err.flush();
+    }
+}
+
+impl Client {
+    /// Sends `body` (of `content_type`) in chunks, showing the upload's progress, and returns
+    /// the successful response.
+    pub async fn send_bytes(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+        label: &'static str,
+    ) -> Result<reqwest::Response, Failure> {
+        let total = body.len() as u64;
+        let progress = Progress::new(label, total);
+        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = bytes::Bytes::from(body)
+            .chunks(64 * 1024)
+            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
+            .collect();
+        let shown = progress.clone();
+        let stream = futures::stream::iter(chunks).inspect(move |chunk| {
+            if let Ok(chunk) = chunk {
+                shown.advance(chunk.len() as u64);
+            }
+        });
+        let request = self
+            .request(method, path)
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .header(reqwest::header::CONTENT_LENGTH, total)
+            .body(reqwest::Body::wrap_stream(stream));
+        self.finish(request).await
+    }
+}

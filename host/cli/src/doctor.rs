@@ -1,0 +1,251 @@
+//! `atrium doctor`: the five checks of the spec, adapted to components. Login (a token for
+//! the platform, and `/api/dev/me` answering 200; `publish_allowed=false` is a warning), the
+//! build toolchain (cargo and the wasm32-wasip2 target), the registry credential (the
+//! platform's registry accepts the token), the SDK (the project depends on an `atrium-sdk`
+//! compatible with this tool), the manifest (present and valid). Exit 1 when a check failed,
+//! else 0 (warnings allowed).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use atrium_server::views::{AppList, Me};
+
+use crate::client::{Client, Failure, Target};
+use crate::lint::DEFAULT_MANIFEST;
+
+/// `atrium doctor` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The project's manifest.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_MANIFEST)]
+    manifest: PathBuf,
+    #[command(flatten)]
+    target: Target,
+}
+
+/// How a check went.
+enum Outcome {
+    Ok(String),
+    Warning(String),
+    Failed(String),
+}
+
+fn show(name: &str, outcome: &Outcome) -> bool {
+    let (mark, text, failed) = match outcome {
+        Outcome::Ok(t) => ("ok  ", t, false),
+        Outcome::Warning(t) => ("warn", t, false),
+        Outcome::Failed(t) => ("FAIL", t, true),
+    };
+    println!("[{mark}] {name}: {text}");
+    failed
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let project = args
+        .manifest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_owned();
+    let (login, registry) = match crate::async_runtime(false) {
+        Ok(runtime) => runtime.block_on(platform_checks(&args.target)),
+        Err(message) => (Outcome::Failed(message.clone()), Outcome::Failed(message)),
+    };
+    let mut failed = false;
+    failed |= show("login", &login);
+    failed |= show("build toolchain", &toolchain());
+    failed |= show("registry credential", &registry);
+    failed |= show("SDK", &sdk(&project));
+    failed |= show("manifest", &manifest(&args.manifest));
+    if failed {
+        println!("doctor: a check failed");
+        ExitCode::from(1)
+    } else {
+        println!("doctor: ready to deploy");
+        ExitCode::SUCCESS
+    }
+}
+
+fn failure_text(failure: Failure) -> String {
+    match failure {
+        Failure::BadInput(m) | Failure::Platform(m) | Failure::Auth(m) => m,
+    }
+}
+
+/// Login and the registry credential: both need the platform.
+async fn platform_checks(target: &Target) -> (Outcome, Outcome) {
+    let client = match Client::configured(target) {
+        Ok(client) => client,
+        Err(failure) => {
+            let text = failure_text(failure);
+            return (
+                Outcome::Failed(text),
+                Outcome::Failed("not checked without a login".to_owned()),
+            );
+        }
+    };
+    let me: Me = match client
+        .call(reqwest::Method::GET, "/api/dev/me", None::<&()>)
+        .await
+    {
+        Ok(me) => me,
+        Err(failure) => {
+            return (
+                Outcome::Failed(failure_text(failure)),
+                Outcome::Failed("not checked without a login".to_owned()),
+            );
+        }
+    };
+    let login = if me.publish_allowed {
+        Outcome::Ok(format!("{} <{}> on {}", me.login, me.email, client.url()))
+    } else {
+        Outcome::Warning(format!(
+            "{} <{}> on {}, but publish_allowed is false: versions can be registered, not promoted",
+            me.login,
+            me.email,
+            client.url()
+        ))
+    };
+    let registry = match client
+        .call::<AppList>(reqwest::Method::GET, "/api/dev/apps", None::<&()>)
+        .await
+    {
+        Ok(list) => Outcome::Ok(format!(
+            "the registry accepts the token ({} app(s))",
+            list.apps.len()
+        )),
+        Err(failure) => Outcome::Failed(failure_text(failure)),
+    };
+    (login, registry)
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// cargo runs, and the compiler has the wasm32-wasip2 standard library.
+fn toolchain() -> Outcome {
+    let version = match Command::new(cargo()).arg("--version").output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        _ => {
+            return Outcome::Failed(
+                "cargo does not run: install Rust with rustup (https://rustup.rs)".to_owned(),
+            );
+        }
+    };
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    match sysroot {
+        Some(root) if root.join("lib/rustlib/wasm32-wasip2").is_dir() => {
+            Outcome::Ok(format!("{version}, target wasm32-wasip2"))
+        }
+        Some(_) => Outcome::Failed(format!(
+            "{version}, but the wasm32-wasip2 target is missing: rustup target add wasm32-wasip2"
+        )),
+        None => Outcome::Failed("rustc does not run: install Rust with rustup".to_owned()),
+    }
+}
+
+/// `cargo metadata`'s packages (the fields used).
+#[derive(serde::Deserialize)]
+struct Metadata {
+    packages: Vec<Package>,
+}
+
+#[derive(serde::Deserialize)]
+struct Package {
+    name: String,
+    version: String,
+}
+
+/// Whether an SDK version is compatible with this tool: the same major version (the same
+/// minor one below 1.0).
+fn compatible(sdk: &str, tool: &str) -> bool {
+    let parts = |v: &str| -> Vec<u64> {
+        v.split(['.', '-', '+'])
+            .take(3)
+            .map(|p| p.parse().unwrap_or(u64::MAX))
+            .collect()
+    };
+    let (s, t) = (parts(sdk), parts(tool));
+    match (s.first(), t.first()) {
+        (Some(0), Some(0)) => s.get(1) == t.get(1),
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The project depends on an `atrium-sdk` that resolves and is compatible.
+fn sdk(project: &Path) -> Outcome {
+    if !project.join("Cargo.toml").is_file() {
+        return Outcome::Failed(format!(
+            "{} has no Cargo.toml: `atrium init` makes a project that depends on the SDK",
+            project.display()
+        ));
+    }
+    let out = Command::new(cargo())
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(project)
+        .output();
+    let out = match out {
+        Ok(out) if out.status.success() => out,
+        Ok(out) => {
+            return Outcome::Failed(format!(
+                "cargo metadata failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Err(e) => return Outcome::Failed(format!("cargo metadata does not run: {e}")),
+    };
+    let Ok(metadata) = serde_json::from_slice::<Metadata>(&out.stdout) else {
+        return Outcome::Failed("cargo metadata's answer is not understood".to_owned());
+    };
+    let tool = env!("CARGO_PKG_VERSION");
+    match metadata.packages.iter().find(|p| p.name == "atrium-sdk") {
+        Some(p) if compatible(&p.version, tool) => {
+            Outcome::Ok(format!("atrium-sdk {} (this tool is {tool})", p.version))
+        }
+        Some(p) => Outcome::Failed(format!(
+            "atrium-sdk {} does not match this tool ({tool}): use the SDK of the same release",
+            p.version
+        )),
+        None => Outcome::Failed("the project does not depend on atrium-sdk".to_owned()),
+    }
+}
+
+/// The manifest is there and passes the local checks.
+fn manifest(path: &Path) -> Outcome {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Outcome::Failed(format!(
+            "{} is missing: `atrium init` writes one",
+            path.display()
+        ));
+    };
+    let (_, findings) =
+        atrium_manifest::project::check_manifest(&path.display().to_string(), &bytes);
+    let errors = findings.iter().filter(|f| f.is_error()).count();
+    if errors == 0 {
+        Outcome::Ok(format!("{} is valid", path.display()))
+    } else {
+        Outcome::Failed(format!(
+            "{} has {errors} error(s): `atrium lint` shows them",
+            path.display()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sdk_versions_match_by_major_or_zero_minor() {
+        assert!(super::compatible("0.4.1", "0.4.0"));
+        assert!(!super::compatible("0.3.9", "0.4.0"));
+        assert!(super::compatible("1.7.0", "1.2.3"));
+        assert!(!super::compatible("2.0.0", "1.2.3"));
+        assert!(!super::compatible("x", "1.2.3"));
+    }
+}

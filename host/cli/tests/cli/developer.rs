@@ -1,0 +1,852 @@
+//! The developer commands against a running `atrium serve`: `login`, `whoami`, `logout`,
+//! `apps list` / `apps show`, `secrets` and `upgrade`, with their exit codes (0 success, 1 bad
+//! input, 2 platform error, 3 auth error), their `--json` output, the config file, and
+//! another developer's token reaching nothing.
+//!
+//! One host serves every check: starting it is most of the cost.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+use crate::{Atrium, Serve, stderr, stdout};
+
+/// Where scaffolded projects build in the tests (kept across runs, like the build cache).
+fn scaffold_target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+            PathBuf::from,
+        )
+        .join("scaffold-test")
+}
+
+/// Asserts the exit code, showing the output when it differs.
+#[track_caller]
+fn exits(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
+fn last_line(out: &Output) -> String {
+    stdout(out)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// A request to the host, as the tests' stand-in for what later commands (deploy) do.
+fn http(method: &str, url: &str, token: &str, body: Option<(&str, Vec<u8>)>) -> (u16, Value) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut request = reqwest::Client::new()
+            .request(method.parse().unwrap(), url)
+            .bearer_auth(token);
+        if let Some((content_type, bytes)) = body {
+            request = request.header("content-type", content_type).body(bytes);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    })
+}
+
+fn json_body(value: &Value) -> Option<(&'static str, Vec<u8>)> {
+    Some(("application/json", value.to_string().into_bytes()))
+}
+
+/// Registers `version` of the probe component under `slug` for the developer of `token`.
+fn register(base: &str, token: &str, slug: &str, version: &str) {
+    let manifest = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
+        .unwrap()
+        .replace("app_id: probe", &format!("app_id: {slug}"))
+        .replace("version: 1.0.0", &format!("version: {version}"))
+        .replace("probe.read", "tasks.read")
+        .replace("probe.write", "tasks.write");
+    let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+    let boundary = "atrium-cli-test-boundary";
+    let mut body = Vec::new();
+    for (name, bytes) in [("manifest", manifest.as_bytes()), ("component", &component)] {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
+                .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    let content_type = format!("multipart/form-data; boundary={boundary}");
+    let (status, answer) = http(
+        "POST",
+        &format!("{base}/api/dev/apps/{slug}/versions"),
+        token,
+        Some((&content_type, body)),
+    );
+    assert_eq!(status, 201, "{answer}");
+}
+
+#[test]
+#[allow(clippy::too_many_lines)]
+fn developer_commands_work_against_a_running_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_dir = dir.path().join("config");
+    let atrium = Atrium {
+        config_dir: config_dir.clone(),
+    };
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let here = dir.path();
+
+    // Accounts, made by the operator: Ada (may publish, with a dev tenant) and Bob.
+    let key = atrium.run(
+        here,
+        &["keys", "create", "--org", "acme", "--data-dir", data],
+        &[],
+    );
+    exits(&key, 0);
+    let org_key = last_line(&key);
+    let developer = |email: &str, login: &str, extra: &[&str]| {
+        let mut args = vec![
+            "developers",
+            "create",
+            "--email",
+            email,
+            "--login",
+            login,
+            "--data-dir",
+            data,
+        ];
+        args.extend_from_slice(extra);
+        let out = atrium.run(here, &args, &[]);
+        exits(&out, 0);
+        last_line(&out)
+    };
+    let ada = developer(
+        "ada@example.com",
+        "ada",
+        &["--publish-allowed", "--org", "acme", "--tenant", "ada-dev"],
+    );
+    let bob = developer("bob@example.com", "bob", &[]);
+
+    let host = Serve::spawn(atrium.command(
+        here,
+        &["serve", "--addr", "127.0.0.1:0", "--data-dir", data],
+        &[],
+    ));
+    let base = format!("http://{}", host.addr);
+
+    // Not logged in: whoami says so with 1, the other commands with 3; no address is 1.
+    let out = atrium.run(here, &["whoami", "--platform", &base], &[]);
+    exits(&out, 1);
+    assert!(stderr(&out).contains("atrium login"), "{}", stderr(&out));
+    let out = atrium.run(here, &["apps", "list", "--platform", &base], &[]);
+    exits(&out, 3);
+    let out = atrium.run(here, &["apps", "list"], &[]);
+    exits(&out, 1);
+    assert!(stderr(&out).contains("--platform"), "{}", stderr(&out));
+
+    // login: bad input is 1, a refused token 3 and nothing is stored, a dead address 2.
+    let out = atrium.run(here, &["login", "--token", &ada], &[]);
+    exits(&out, 1);
+    let out = atrium.run(
+        here,
+        &["login", "--token", &ada, "--platform", "ftp://example.com"],
+        &[],
+    );
+    exits(&out, 1);
+    assert!(
+        stderr(&out).contains("ftp://example.com"),
+        "{}",
+        stderr(&out)
+    );
+    let out = atrium.run(here, &["login", "--platform", &base, "--no-browser"], &[]);
+    exits(&out, 1);
+    assert!(
+        stderr(&out).contains("offers no browser sign-in"),
+        "{}",
+        stderr(&out)
+    );
+    let out = atrium.run(
+        here,
+        &["login", "--token", "not-a-token", "--platform", &base],
+        &[],
+    );
+    exits(&out, 3);
+    assert!(stderr(&out).contains("401"), "{}", stderr(&out));
+    assert!(!config_dir.join("config.toml").exists());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let out = atrium.run(here, &["login", "--token", &ada, "--platform", &dead], &[]);
+    exits(&out, 2);
+    assert!(stderr(&out).contains(&dead), "{}", stderr(&out));
+
+    // Logged in (the token read from standard input): a private config file.
+    let out = atrium.run_with_input(here, &["login", "--token", "-", "--platform", &base], &ada);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("as ada <ada@example.com>"),
+        "{}",
+        stdout(&out)
+    );
+    let config = config_dir.join("config.toml");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&config).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let stored = std::fs::read_to_string(&config).unwrap();
+    assert!(stored.contains(&ada) && stored.contains(&base), "{stored}");
+
+    let out = atrium.run(here, &["whoami"], &[]);
+    exits(&out, 0);
+    for expected in [
+        "ada@example.com",
+        "login:           ada",
+        "publish_allowed: true",
+        "ada-dev",
+    ] {
+        assert!(
+            stdout(&out).contains(expected),
+            "{expected}: {}",
+            stdout(&out)
+        );
+    }
+    let out = atrium.run(here, &["whoami", "--json"], &[]);
+    exits(&out, 0);
+    let me: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (me["login"].as_str(), me["tenant"]["tenant"].as_str()),
+        (Some("ada"), Some("ada-dev"))
+    );
+    // The stored token is never sent to another platform.
+    let out = atrium.run(here, &["whoami", "--platform", &dead], &[]);
+    exits(&out, 1);
+    assert!(stderr(&out).contains("not logged in"), "{}", stderr(&out));
+
+    // Apps: none, then one registered (two versions) and promoted.
+    let out = atrium.run(here, &["apps", "list"], &[]);
+    exits(&out, 0);
+    assert!(stdout(&out).contains("No apps yet"), "{}", stdout(&out));
+    let slug = "probe-notes";
+    register(&base, &ada, slug, "1.0.0");
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/dev/apps/{slug}/versions/1.0.0/promote"),
+        &ada,
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    register(&base, &ada, slug, "1.1.0");
+    let out = atrium.run(here, &["apps", "list"], &[]);
+    exits(&out, 0);
+    let listing = stdout(&out);
+    let row = listing
+        .lines()
+        .find(|l| l.starts_with(slug))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(row.contains("active") && row.contains("1.0.0"), "{listing}");
+    let out = atrium.run(here, &["apps", "list", "--json"], &[]);
+    exits(&out, 0);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["apps"][0]["slug"], slug);
+    assert_eq!(list["apps"][0]["current_version"], "1.0.0");
+    let out = atrium.run(here, &["apps", "show", slug], &[]);
+    exits(&out, 0);
+    let shown = stdout(&out);
+    assert!(
+        shown.contains("1.0.0 *") && shown.contains("published"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("1.1.0") && shown.contains("registered"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("sha256:") && shown.contains("success"),
+        "{shown}"
+    );
+    let out = atrium.run(here, &["apps", "show", slug, "--json"], &[]);
+    exits(&out, 0);
+    let detail: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(detail["versions"].as_array().unwrap().len(), 2, "{detail}");
+    let out = atrium.run(here, &["apps", "show", "Not_A_Slug"], &[]);
+    exits(&out, 1);
+    let out = atrium.run(here, &["apps", "show", "no-such-app"], &[]);
+    exits(&out, 2);
+    assert!(stderr(&out).contains("404"), "{}", stderr(&out));
+
+    // Secrets: set (new, then replaced, then from standard input), listed and shown without
+    // the value, deleted; bad keys are 1, an unknown one 2.
+    let out = atrium.run(
+        here,
+        &[
+            "secrets",
+            "set",
+            "API_KEY=first-value",
+            "--app",
+            slug,
+            "--description",
+            "The mail API",
+        ],
+        &[],
+    );
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("Set new secret API_KEY"),
+        "{}",
+        stdout(&out)
+    );
+    let out = atrium.run(
+        here,
+        &["secrets", "set", "API_KEY=second=value", "--app", slug],
+        &[],
+    );
+    exits(&out, 0);
+    assert!(stdout(&out).contains("Replaced"), "{}", stdout(&out));
+    let out = atrium.run_with_input(
+        here,
+        &["secrets", "set", "WEBHOOK_SECRET", "--app", slug],
+        "from-stdin\n",
+    );
+    exits(&out, 0);
+    let out = atrium.run(here, &["secrets", "list", "--app", slug, "--json"], &[]);
+    exits(&out, 0);
+    let secrets: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = secrets["secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["API_KEY", "WEBHOOK_SECRET"]);
+    assert_eq!(
+        secrets["secrets"][0]["description"], "The mail API",
+        "the description is kept"
+    );
+    let out = atrium.run(here, &["secrets", "list", "--app", slug], &[]);
+    exits(&out, 0);
+    let out = atrium.run(here, &["secrets", "get", "API_KEY", "--app", slug], &[]);
+    exits(&out, 0);
+    assert!(stdout(&out).contains("The mail API"), "{}", stdout(&out));
+    let everything = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!everything.contains("value"), "{everything}");
+    for (args, code) in [
+        (vec!["secrets", "set", "api_key=x", "--app", slug], 1),
+        (vec!["secrets", "get", "lower", "--app", slug], 1),
+        (vec!["secrets", "get", "NOPE", "--app", slug], 2),
+        (vec!["secrets", "list"], 1),
+        (vec!["secrets", "list", "--app", "Bad_Slug"], 1),
+    ] {
+        let out = atrium.run(here, &args, &[]);
+        exits(&out, code);
+    }
+    // Without --app, the app_id of ./atrium.app.yaml.
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(
+        project.join("atrium.app.yaml"),
+        std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
+            .unwrap()
+            .replace("app_id: probe", &format!("app_id: {slug}")),
+    )
+    .unwrap();
+    let out = atrium.run(&project, &["secrets", "delete", "WEBHOOK_SECRET"], &[]);
+    exits(&out, 0);
+    let out = atrium.run(&project, &["secrets", "delete", "WEBHOOK_SECRET"], &[]);
+    exits(&out, 2);
+
+    // Another developer's token reaches none of it.
+    let as_bob = [("SERVICE_TOKEN", bob.as_str())];
+    let out = atrium.run(here, &["apps", "list", "--json"], &as_bob);
+    exits(&out, 0);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["apps"], json!([]), "{list}");
+    for args in [
+        vec!["apps", "show", slug],
+        vec!["secrets", "list", "--app", slug],
+        vec!["secrets", "set", "API_KEY=stolen", "--app", slug],
+        vec!["upgrade", slug],
+    ] {
+        let out = atrium.run(here, &args, &as_bob);
+        exits(&out, 2);
+    }
+    let out = atrium.run(
+        here,
+        &["secrets", "get", "API_KEY", "--app", slug, "--json"],
+        &[],
+    );
+    exits(&out, 0);
+    let after: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        after["updated_at"], secrets["secrets"][0]["updated_at"],
+        "Bob changed nothing"
+    );
+    // A refused SERVICE_TOKEN is 3, naming the variable.
+    let out = atrium.run(here, &["apps", "list"], &[("SERVICE_TOKEN", "expired")]);
+    exits(&out, 3);
+    assert!(stderr(&out).contains("SERVICE_TOKEN"), "{}", stderr(&out));
+
+    // Upgrade: Ada's dev tenant installs 1.0.0; a forced upgrade moves it to 1.1.0.
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/tenants/ada-dev/tokens"),
+        &org_key,
+        json_body(&json!({"role": "admin"})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let admin = body["token"].as_str().unwrap().to_owned();
+    // Only promoted versions are upgrade targets: 1.1.0 promoted once, 1.0.0 current again.
+    for version in ["1.1.0", "1.0.0"] {
+        let (status, body) = http(
+            "POST",
+            &format!("{base}/api/dev/apps/{slug}/versions/{version}/promote"),
+            &ada,
+            None,
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/installs/{slug}/activate"),
+        &admin,
+        json_body(
+            &json!({"granted_scopes": ["tasks.read", "tasks.write"], "upgrade_policy": "manual"}),
+        ),
+    );
+    assert_eq!(status, 201, "{body}");
+    let out = atrium.run(here, &["upgrade", slug, "--target-version", "9.9.9"], &[]);
+    exits(&out, 2);
+    let out = atrium.run(
+        here,
+        &[
+            "upgrade",
+            slug,
+            "--target-version",
+            "1.1.0",
+            "--tenant",
+            "ada-dev",
+            "--json",
+        ],
+        &[],
+    );
+    exits(&out, 0);
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["installs"][0]["from"], "1.0.0", "{run}");
+    assert_eq!(run["installs"][0]["to"], "1.1.0", "{run}");
+    assert_eq!(run["installs"][0]["outcome"], "upgraded", "{run}");
+    let out = atrium.run(here, &["upgrade", slug, "--target-version", "1.1.0"], &[]);
+    exits(&out, 0);
+    assert!(stdout(&out).contains("current"), "{}", stdout(&out));
+    let (status, body) = http("GET", &format!("{base}/api/installs/{slug}"), &admin, None);
+    assert_eq!(
+        (status, body["version"].as_str()),
+        (200, Some("1.1.0")),
+        "{body}"
+    );
+
+    // Deploy a project whose component was built before (--skip-build): preflight, the
+    // component cargo's metadata points at, docs, a template, the web/ bundle, promotion.
+    let app_dir = dir.path().join("probe-deploy");
+    let deploy_slug = "probe-deploy";
+    std::fs::create_dir_all(app_dir.join("src")).unwrap();
+    std::fs::create_dir_all(app_dir.join("app_docs")).unwrap();
+    std::fs::create_dir_all(app_dir.join("defaults/templates")).unwrap();
+    std::fs::create_dir_all(app_dir.join("web/assets")).unwrap();
+    std::fs::write(
+        app_dir.join("Cargo.toml"),
+        "[package]\nname = \"probe-deploy\"\nversion = \"1.0.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(app_dir.join("src/lib.rs"), "").unwrap();
+    let deploy_manifest = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
+        .unwrap()
+        .replace("app_id: probe", &format!("app_id: {deploy_slug}"))
+        .replace("probe.read", "tasks.read")
+        .replace("probe.write", "tasks.write");
+    std::fs::write(app_dir.join("atrium.app.yaml"), &deploy_manifest).unwrap();
+    std::fs::write(
+        app_dir.join("app_docs/user.md"),
+        "# Probe\n\nWhat it does.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app_dir.join("defaults/templates/memo.json"),
+        r#"{"slug": "memo", "name": "Memo", "sections": [], "metadata": {}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        app_dir.join("web/index.html"),
+        "<!doctype html><title>Probe</title>",
+    )
+    .unwrap();
+    std::fs::write(app_dir.join("web/assets/app.js"), "console.log('probe');").unwrap();
+    let target = app_dir.join("target");
+    let target = target.to_str().unwrap();
+    let built = [("CARGO_TARGET_DIR", target)];
+    let out = atrium.run(&app_dir, &["deploy", "--skip-build"], &built);
+    exits(&out, 1);
+    assert!(
+        stderr(&out).contains("no built component"),
+        "{}",
+        stderr(&out)
+    );
+    let wasm_dir = app_dir.join("target/wasm32-wasip2/release");
+    std::fs::create_dir_all(&wasm_dir).unwrap();
+    std::fs::copy(
+        atrium_test_artifacts::PROBE,
+        wasm_dir.join("probe_deploy.wasm"),
+    )
+    .unwrap();
+    let out = atrium.run(&app_dir, &["deploy", "--skip-build"], &built);
+    exits(&out, 0);
+    let said = stdout(&out);
+    for expected in [
+        "[1/5] preflight",
+        "[2/5] build: skipped",
+        "probe_deploy.wasm",
+        "[3/5] register probe-deploy 1.0.0",
+        "registered (1 docs file(s), 1 template(s))",
+        "[4/5] bundle",
+        "uploaded (2 file(s)",
+        "[5/5] promote 1.0.0",
+        "1.0.0 is the current version",
+    ] {
+        assert!(said.contains(expected), "{expected}: {said}");
+    }
+    // The same deploy again changes nothing.
+    let out = atrium.run(&app_dir, &["deploy", "--skip-build"], &built);
+    exits(&out, 0);
+    let said = stdout(&out);
+    assert!(
+        said.contains("already registered with the same content")
+            && said.contains("already uploaded"),
+        "{said}"
+    );
+    // Another version, without bundle and promotion: registered, not current.
+    let out = atrium.run(
+        &app_dir,
+        &[
+            "deploy",
+            "--skip-build",
+            "--version",
+            "1.2.0",
+            "--no-promote",
+            "--bundle",
+            "",
+        ],
+        &built,
+    );
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("[4/5] bundle: none"),
+        "{}",
+        stdout(&out)
+    );
+    let out = atrium.run(here, &["apps", "show", deploy_slug, "--json"], &[]);
+    exits(&out, 0);
+    let detail: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(detail["current_version"], "1.0.0", "{detail}");
+    let versions: Vec<(&str, &str)> = detail["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["version"].as_str().unwrap(),
+                v["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert!(versions.contains(&("1.2.0", "registered")), "{detail}");
+    assert!(
+        detail["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["version"] == "1.0.0" && v["bundle_digest"].is_string()),
+        "{detail}"
+    );
+    // Another bundle for a version that has one: the platform refuses, exit 2.
+    std::fs::write(
+        app_dir.join("web/index.html"),
+        "<!doctype html><title>Changed</title>",
+    )
+    .unwrap();
+    let manifest_now = std::fs::read_to_string(app_dir.join("atrium.app.yaml")).unwrap();
+    assert!(
+        manifest_now.contains("version: 1.2.0"),
+        "--version wrote the file: {manifest_now}"
+    );
+    let out = atrium.run(
+        &app_dir,
+        &[
+            "deploy",
+            "--skip-build",
+            "--no-promote",
+            "--version",
+            "1.0.0",
+        ],
+        &built,
+    );
+    exits(&out, 2);
+    assert!(
+        stdout(&out).contains("already registered with the same content"),
+        "{}",
+        stdout(&out)
+    );
+    // A preflight error stops everything before the registration: exit 1.
+    std::fs::write(
+        app_dir.join("atrium.app.yaml"),
+        deploy_manifest
+            .replace("version: 1.0.0", "version: 1.3.0")
+            .replace("tasks.read", "made.up"),
+    )
+    .unwrap();
+    let out = atrium.run(&app_dir, &["deploy", "--skip-build"], &built);
+    exits(&out, 1);
+    assert!(stdout(&out).contains("made.up"), "{}", stdout(&out));
+    let out = atrium.run(here, &["apps", "show", deploy_slug, "--json"], &[]);
+    let detail: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        detail["versions"].as_array().unwrap().len(),
+        2,
+        "nothing registered: {detail}"
+    );
+    // Bob cannot deploy to Ada's app.
+    std::fs::write(
+        app_dir.join("atrium.app.yaml"),
+        deploy_manifest.replace("version: 1.0.0", "version: 1.4.0"),
+    )
+    .unwrap();
+    let out = atrium.run(
+        &app_dir,
+        &["deploy", "--skip-build", "--bundle", ""],
+        &[built[0], as_bob[0]],
+    );
+    exits(&out, 1);
+    let out = atrium.run(
+        &app_dir,
+        &["deploy", "--skip-build", "--bundle", "", "--no-preflight"],
+        &[built[0], as_bob[0]],
+    );
+    exits(&out, 2);
+
+    // The whole loop: a new project, checked by doctor, deployed with a real build,
+    // installed by Ada's dev tenant and called; a new version deployed without promotion,
+    // then forced onto the install.
+    let out = atrium.run(here, &["init", "greeter-app", "--name", "Greeter"], &[]);
+    exits(&out, 0);
+    let greeter = here.join("greeter-app");
+    let wasm_target = scaffold_target();
+    let wasm_target = wasm_target.to_str().unwrap();
+    let scaffold = [("CARGO_TARGET_DIR", wasm_target)];
+    let out = atrium.run(&greeter, &["doctor"], &scaffold);
+    exits(&out, 0);
+    assert!(!stdout(&out).contains("FAIL"), "{}", stdout(&out));
+    let out = atrium.run(&greeter, &["deploy"], &scaffold);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("Deployed greeter-app: 0.1.0 is the current version"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("greeter_app.wasm"),
+        "{}",
+        stdout(&out)
+    );
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/installs/greeter-app/activate"),
+        &admin,
+        json_body(
+            &json!({"granted_scopes": [], "settings": {"greeting": "Good morning"}, "upgrade_policy": "manual"}),
+        ),
+    );
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/apps/greeter-app/tools/greet"),
+        &admin,
+        json_body(&json!({"name": "Ada"})),
+    );
+    assert_eq!(
+        (status, body["result"]["message"].as_str()),
+        (200, Some("Good morning, Ada!")),
+        "{body}"
+    );
+    let lib = greeter.join("src/lib.rs");
+    std::fs::write(
+        &lib,
+        std::fs::read_to_string(&lib)
+            .unwrap()
+            .replace("{greeting}, {name}!", "{greeting}, dear {name}!"),
+    )
+    .unwrap();
+    let out = atrium.run(&greeter, &["deploy", "--version", "0.2.0"], &scaffold);
+    exits(&out, 0);
+    // The install's policy is manual: it stays on 0.1.0 until forced to the current version.
+    let (status, body) = http(
+        "GET",
+        &format!("{base}/api/installs/greeter-app"),
+        &admin,
+        None,
+    );
+    assert_eq!(
+        (status, body["version"].as_str()),
+        (200, Some("0.1.0")),
+        "{body}"
+    );
+    let out = atrium.run(
+        here,
+        &["upgrade", "greeter-app", "--tenant", "ada-dev"],
+        &[],
+    );
+    exits(&out, 0);
+    assert!(stdout(&out).contains("upgraded"), "{}", stdout(&out));
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/apps/greeter-app/tools/greet"),
+        &admin,
+        json_body(&json!({"name": "Ada"})),
+    );
+    assert_eq!(
+        (status, body["result"]["message"].as_str()),
+        (200, Some("Good morning, dear Ada!")),
+        "{body}"
+    );
+
+    // Logout removes the token only; the platform address stays.
+    let out = atrium.run(here, &["logout"], &[]);
+    exits(&out, 0);
+    let stored = std::fs::read_to_string(&config).unwrap();
+    assert!(!stored.contains(&ada) && stored.contains(&base), "{stored}");
+    let out = atrium.run(here, &["whoami"], &[]);
+    exits(&out, 1);
+    let out = atrium.run(here, &["logout"], &[]);
+    exits(&out, 0);
+    assert!(stdout(&out).contains("Not logged in"), "{}", stdout(&out));
+    // SERVICE_TOKEN works without a stored token, against the stored address.
+    let out = atrium.run(here, &["whoami"], &[("SERVICE_TOKEN", ada.as_str())]);
+    exits(&out, 0);
+
+    let (status, log) = host.stop();
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+}
+
+/// `atrium init` makes a project that lints and passes its own tests as it is; bad input
+/// exits 1 and writes nothing.
+#[test]
+fn init_scaffolds_a_project_that_lints_and_passes_its_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let atrium = Atrium {
+        config_dir: dir.path().join("config"),
+    };
+    let here = dir.path();
+    let out = atrium.run(here, &["init", "Bad_Slug"], &[]);
+    exits(&out, 1);
+    assert!(!here.join("Bad_Slug").exists());
+    let out = atrium.run(here, &["init", "greeter", "--lang", "python"], &[]);
+    exits(&out, 1);
+    std::fs::create_dir(here.join("taken")).unwrap();
+    std::fs::write(here.join("taken/keep.txt"), "mine").unwrap();
+    let out = atrium.run(here, &["init", "greeter", "--directory", "taken"], &[]);
+    exits(&out, 1);
+    assert_eq!(
+        std::fs::read_to_string(here.join("taken/keep.txt")).unwrap(),
+        "mine"
+    );
+    let out = atrium.run(here, &["init", "greeter", "--sdk", "/nowhere"], &[]);
+    exits(&out, 1);
+
+    let out = atrium.run(
+        here,
+        &[
+            "init",
+            "greeter",
+            "--name",
+            "The Greeter",
+            "--description",
+            "Says \"hello\": politely",
+        ],
+        &[],
+    );
+    exits(&out, 0);
+    let project = here.join("greeter");
+    for file in [
+        "Cargo.toml",
+        "rust-toolchain.toml",
+        "atrium.app.yaml",
+        "atrium.dev.json",
+        "src/lib.rs",
+        "app_docs/user.md",
+        "defaults/templates/note.json",
+        ".github/workflows/deploy.yml",
+        "web/index.html",
+        "web/app.js",
+    ] {
+        assert!(project.join(file).is_file(), "{file}");
+    }
+    let manifest = std::fs::read_to_string(project.join("atrium.app.yaml")).unwrap();
+    assert!(
+        manifest.contains("app_id: greeter") && manifest.contains("The Greeter"),
+        "{manifest}"
+    );
+    let workflow = std::fs::read_to_string(project.join(".github/workflows/deploy.yml")).unwrap();
+    assert!(
+        workflow.contains("SERVICE_TOKEN") && workflow.contains("atrium deploy"),
+        "{workflow}"
+    );
+    let bridge = std::fs::read_to_string(project.join("web/app.js")).unwrap();
+    assert!(
+        bridge.contains("atrium:call-tool") && bridge.contains("postMessage"),
+        "{bridge}"
+    );
+
+    let out = atrium.run(&project, &["lint", "--offline"], &[]);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("lint passed: 0 errors, 0 warnings"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Its own tests pass, natively, against the SDK of this source tree.
+    let target = scaffold_target();
+    let tested = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["test", "--quiet"])
+        .current_dir(&project)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    exits(&tested, 0);
+    assert!(stdout(&tested).contains("2 passed"), "{}", stdout(&tested));
+
+    // doctor: everything local holds; without a login it fails, naming what to do.
+    let out = atrium.run(&project, &["doctor"], &[]);
+    exits(&out, 1);
+    let said = stdout(&out);
+    for expected in [
+        "[FAIL] login: atrium doctor",
+        "[ok  ] build toolchain",
+        "[ok  ] SDK: atrium-sdk",
+        "[ok  ] manifest",
+    ] {
+        assert!(
+            said.contains(expected.trim_end_matches(": atrium doctor")),
+            "{expected}: {said}"
+        );
+    }
+    assert!(said.contains("--platform"), "{said}");
+}
