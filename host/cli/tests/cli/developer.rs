@@ -849,4 +849,67 @@ fn init_scaffolds_a_project_that_lints_and_passes_its_tests() {
         );
     }
     assert!(said.contains("--platform"), "{said}");
+
+    // dev builds the component, answers the bundle's tool calls with it, and rebuilds it when
+    // the source changes.
+    let mut dev = atrium
+        .command(
+            &project,
+            &[
+                "dev",
+                "--no-open",
+                "--bundle-port",
+                "0",
+                "--parent-port",
+                "0",
+            ],
+            &[("CARGO_TARGET_DIR", target.to_str().unwrap())],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(dev.stdout.take().unwrap()));
+    let mut next_line = move || lines.next().expect("atrium dev keeps printing").unwrap();
+    let shell = loop {
+        let line = next_line();
+        if let Some(url) = line.strip_prefix("Parent shell:") {
+            break url.trim().to_owned();
+        }
+    };
+    let greet = |name: &str| {
+        http(
+            "POST",
+            &format!("{shell}__atrium/tools/greet"),
+            "",
+            json_body(&json!({"name": name})),
+        )
+    };
+    let (status, answer) = greet("Ada");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer,
+        json!({"ok": true, "result": {"message": "Hello, Ada!"}})
+    );
+    let (_, refused) = greet(" ");
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(refused["error"]["decision"], "invalid_request", "{refused}");
+    let lib = project.join("src/lib.rs");
+    std::fs::write(
+        &lib,
+        std::fs::read_to_string(&lib)
+            .unwrap()
+            .replace("{greeting}, {name}!", "{greeting}, {name}! Welcome."),
+    )
+    .unwrap();
+    while !next_line().starts_with("Built and loaded") {}
+    let (_, answer) = greet("Ada");
+    assert_eq!(
+        answer["result"]["message"], "Hello, Ada! Welcome.",
+        "{answer}"
+    );
+    let _ = Command::new("kill")
+        .args(["-INT", &dev.id().to_string()])
+        .status();
+    assert_eq!(dev.wait().unwrap().code(), Some(0));
 }
