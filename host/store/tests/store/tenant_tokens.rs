@@ -121,15 +121,17 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
         assert!(elsewhere.user_created);
         assert_eq!(elsewhere.token.display_name, "User");
 
+        // Oldest first; tokens issued within the same millisecond are ordered by id.
         let listed = store.tenant_tokens(&org, "shop").await.unwrap();
+        let mut expected = [&admin.token, &first.token, &second.token, &renamed.token]
+            .map(|t| (t.created_at, t.id.as_str()));
+        expected.sort_unstable();
         assert_eq!(
-            listed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
-            [
-                &admin.token.id,
-                &first.token.id,
-                &second.token.id,
-                &renamed.token.id
-            ]
+            listed
+                .iter()
+                .map(|t| (t.created_at, t.id.as_str()))
+                .collect::<Vec<_>>(),
+            expected
         );
         assert_eq!(store.tenant_tokens(&other_org, "shop").await.unwrap(), []);
 
