@@ -6,6 +6,17 @@ use atrium_store::{Affected, Cache, Change, KeyOwner, NewTenantToken, STALE_AFTE
 
 use super::{stores, unique};
 
+/// Another handle on the database of a [`stores`] entry: its SQLite directory, or (`None`)
+/// the test PostgreSQL, as another host or a command opens it.
+async fn another_handle(dir: Option<&tempfile::TempDir>) -> atrium_store::Store {
+    match dir {
+        Some(dir) => atrium_store::Store::open_sqlite(dir.path()).await.unwrap(),
+        None => atrium_store::Store::open_url(&std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap())
+            .await
+            .unwrap(),
+    }
+}
+
 /// A cache of key owners by key id, as a host keeps them.
 fn key_cache(store: &atrium_store::Store) -> Cache<String, KeyOwner> {
     Cache::new(store, 100, |change| match change {
@@ -17,14 +28,7 @@ fn key_cache(store: &atrium_store::Store) -> Cache<String, KeyOwner> {
 #[tokio::test]
 async fn caches_drop_what_other_handles_change_at_their_next_poll() {
     for (one, dir) in stores().await {
-        let two = match &dir {
-            Some(dir) => atrium_store::Store::open_sqlite(dir.path()).await.unwrap(),
-            None => {
-                atrium_store::Store::open_url(&std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap())
-                    .await
-                    .unwrap()
-            }
-        };
+        let two = another_handle(dir.as_ref()).await;
         let org = unique("feed");
         let key = one.create_key(&org, "ci").await.unwrap();
         let owner = one.authenticate(&key.secret).await.unwrap().unwrap();
@@ -70,14 +74,7 @@ async fn caches_drop_what_other_handles_change_at_their_next_poll() {
 #[tokio::test]
 async fn tenant_changes_reach_the_other_handle_and_stale_feeds_answer_nothing() {
     for (one, dir) in stores().await {
-        let two = match &dir {
-            Some(dir) => atrium_store::Store::open_sqlite(dir.path()).await.unwrap(),
-            None => {
-                atrium_store::Store::open_url(&std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap())
-                    .await
-                    .unwrap()
-            }
-        };
+        let two = another_handle(dir.as_ref()).await;
         let org = one
             .create_key(&unique("feed-tenants"), "ci")
             .await
