@@ -1,5 +1,6 @@
-//! Compiles the guests (the examples and the test guests) to `wasm32-wasip2` components with
-//! atrium-wasm-build. Tests get the paths from generated constants.
+//! Compiles the guests (the examples and the test guests) to `wasm32-wasip2` components, and
+//! the manifest validator to a `wasm32-unknown-unknown` module, with atrium-wasm-build. Tests
+//! get the paths from generated constants.
 
 // A build script reports failure by panicking with a message.
 #![allow(clippy::expect_used)]
@@ -76,5 +77,14 @@ fn main() {
             root.join(manifest).display().to_string()
         ));
     }
+    // The manifest validator as a module with no imports, for the Python and TypeScript SDKs.
+    let module_dir =
+        atrium_wasm_build::build_for(&root, &["atrium-manifest-wasm"], "wasm32-unknown-unknown");
+    let validator = module_dir.join("atrium_manifest_wasm.wasm");
+    assert!(validator.exists(), "no {}", validator.display());
+    code.push_str(&format!(
+        "/// The manifest validator module (`guest-sdk/manifest-wasm`, wasm32-unknown-unknown).\npub const MANIFEST_VALIDATOR: &str = {:?};\n",
+        validator.display().to_string()
+    ));
     std::fs::write(out.join("artifacts.rs"), code).expect("OUT_DIR is writable");
 }

@@ -15,8 +15,15 @@ pub const TARGET: &str = "wasm32-wasip2";
 /// Builds `packages` of the workspace at `root` for [`TARGET`] in release mode and returns the
 /// directory holding the `.wasm` files. Panics with the reason when the build fails.
 pub fn build(root: &Path, packages: &[&str]) -> PathBuf {
+    build_for(root, packages, TARGET)
+}
+
+/// Builds `packages` of the workspace at `root` for `target` (for example
+/// `wasm32-unknown-unknown`, for modules with no imports) in release mode and returns the
+/// directory holding the `.wasm` files. Panics with the reason when the build fails.
+pub fn build_for(root: &Path, packages: &[&str], target: &str) -> PathBuf {
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
-    ensure_target();
+    ensure_target(target);
     let target_dir = match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => PathBuf::from(dir).join("wasm-guests"),
         None => root.join("target/wasm-guests"),
@@ -25,7 +32,7 @@ pub fn build(root: &Path, packages: &[&str]) -> PathBuf {
     let mut command = Command::new(&cargo);
     command
         .current_dir(root)
-        .args(["build", "--release", "--target", TARGET]);
+        .args(["build", "--release", "--target", target]);
     for package in packages {
         command.args(["-p", package]);
     }
@@ -41,9 +48,9 @@ pub fn build(root: &Path, packages: &[&str]) -> PathBuf {
     let status = command.status().expect("cargo runs");
     assert!(
         status.success(),
-        "building {packages:?} for {TARGET} failed: {status}"
+        "building {packages:?} for {target} failed: {status}"
     );
-    target_dir.join(TARGET).join("release")
+    target_dir.join(target).join("release")
 }
 
 /// The workspace root, two levels above the crate whose build script calls this.
@@ -57,8 +64,8 @@ pub fn workspace_root() -> PathBuf {
 }
 
 /// rustup installs the targets of rust-toolchain.toml only when it installs the toolchain
-/// itself; a toolchain that was already there may lack wasm32-wasip2.
-fn ensure_target() {
+/// itself; a toolchain that was already there may lack `target`.
+fn ensure_target(target: &str) {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let sysroot = Command::new(&rustc)
         .args(["--print", "sysroot"])
@@ -67,18 +74,18 @@ fn ensure_target() {
     let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_owned();
     if Path::new(&sysroot)
         .join("lib/rustlib")
-        .join(TARGET)
+        .join(target)
         .exists()
     {
         return;
     }
     let status = Command::new("rustup")
-        .args(["target", "add", TARGET])
+        .args(["target", "add", target])
         .status();
     match status {
         Ok(s) if s.success() => {}
         other => panic!(
-            "the {TARGET} target is missing and `rustup target add {TARGET}` failed: {other:?}"
+            "the {target} target is missing and `rustup target add {target}` failed: {other:?}"
         ),
     }
 }

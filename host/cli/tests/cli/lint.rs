@@ -165,3 +165,112 @@ fn example_manifests_pass() {
         assert_eq!(out.status.code(), Some(0), "{example}: {}", stdout(&out));
     }
 }
+
+/// Runs the manifest validator module (`guest-sdk/manifest-wasm`) in Node.js, as the Python and
+/// TypeScript SDKs do, on each `(file, text)`; answers its JSON answers.
+fn validator_module(cases: &[(String, String)]) -> Vec<serde_json::Value> {
+    const SCRIPT: &str = r#"
+const fs = require("fs");
+const cases = JSON.parse(fs.readFileSync(0, "utf8"));
+const module = new WebAssembly.Module(fs.readFileSync(process.env.VALIDATOR));
+if (WebAssembly.Module.imports(module).length !== 0) throw new Error("the validator imports something");
+const { exports } = new WebAssembly.Instance(module, {});
+const answers = cases.map(([file, text]) => {
+  const request = new TextEncoder().encode(JSON.stringify({ file, text }));
+  const ptr = exports.atrium_alloc(request.length);
+  new Uint8Array(exports.memory.buffer, ptr, request.length).set(request);
+  const packed = exports.atrium_check(ptr, request.length);
+  const at = Number(packed >> 32n), len = Number(packed & 0xffffffffn);
+  const answer = new TextDecoder().decode(new Uint8Array(exports.memory.buffer, at, len));
+  exports.atrium_free(at, len);
+  return JSON.parse(answer);
+});
+process.stdout.write(JSON.stringify(answers));
+"#;
+    let mut child = std::process::Command::new("node")
+        .args(["-e", SCRIPT])
+        .env("VALIDATOR", atrium_test_artifacts::MANIFEST_VALIDATOR)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node runs (the SDK tests need Node.js 20 or later)");
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        serde_json::to_string(cases).unwrap().as_bytes(),
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The validator module the Python and TypeScript SDKs run and `atrium lint` give the same
+/// findings for every manifest: every manifest of the examples and test guests, and broken
+/// variants of them in YAML and JSON.
+#[test]
+fn the_sdks_validator_module_and_lint_agree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut cases: Vec<(String, String)> = Vec::new();
+    for manifest in [
+        "examples/minimal/atrium.app.yaml",
+        "examples/invoices/atrium.app.yaml",
+        "examples/room-bot/atrium.app.yaml",
+        "examples/ledger/atrium.app.yaml",
+        "tests/guests/probe/atrium.app.yaml",
+        "tests/guests/plain-http/atrium.app.yaml",
+        "tests/guests/handlers-only/atrium.app.yaml",
+        "guest-sdk/tests/fixtures/atrium.app.yaml",
+    ] {
+        let text = std::fs::read_to_string(root.join(manifest)).unwrap();
+        cases.push(("atrium.app.yaml".into(), text.clone()));
+        cases.push((
+            "atrium.app.yaml".into(),
+            text.replacen("app_id: ", "app_id: Not_A_Slug-", 1),
+        ));
+        cases.push((
+            "atrium.app.yaml".into(),
+            text.replacen("version: ", "colour: blue\nversion: ", 1),
+        ));
+    }
+    cases.push((
+        "atrium.app.yaml".into(),
+        format!("{MINIMAL}  bad: [indent\n"),
+    ));
+    cases.push((
+        "atrium.app.yaml".into(),
+        format!("{MINIMAL}seed_doc_templates_from: old-app\n"),
+    ));
+    cases.push((
+        "atrium.app.json".into(),
+        r#"{"apiVersion": "platform/v2", "app_id": "json-app", "version": "1.0", "name": "J", "runtime": {"image": "x"}}"#.into(),
+    ));
+    let answers = validator_module(&cases);
+    assert_eq!(answers.len(), cases.len());
+    let mut invalid = 0;
+    for ((file, text), answer) in cases.iter().zip(&answers) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(file), text).unwrap();
+        let out = atrium(
+            dir.path(),
+            &["lint", "--offline", "--json", "--manifest", file],
+        );
+        let linted: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(answer["findings"], linted, "{file}:\n{text}");
+        assert_eq!(
+            answer["valid"].as_bool(),
+            Some(out.status.code() == Some(0)),
+            "{file}:\n{text}"
+        );
+        assert_eq!(answer["manifest"].is_object(), answer["valid"] == true);
+        invalid += usize::from(answer["valid"] == false);
+    }
+    assert!(invalid >= 18, "the broken variants are refused: {invalid}");
+    // The normalised manifest is the host's model.
+    assert_eq!(answers[3]["manifest"]["app_id"], "invoice-desk");
+    assert_eq!(answers[3]["manifest"]["tools"][0]["name"], "list_invoices");
+}
