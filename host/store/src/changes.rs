@@ -209,40 +209,60 @@ impl Store {
             self.feed.polled.store(started + 1, Ordering::Release);
             return Ok(0);
         };
-        let rows: Vec<(i64, String)> = on_pool!(self, pool => {
-            sqlx::query("SELECT seq, change FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2")
+        // The head first: every change numbered up to it is committed (a change's row and its
+        // number are written in one transaction), so the rows up to it must all be there.
+        let head: i64 = on_pool!(self, pool => {
+            sqlx::query_scalar("SELECT seq FROM change_head WHERE id = 1").fetch_one(pool).await?
+        });
+        let mut last = last;
+        let mut read = 0;
+        let mut gap = false;
+        while !stale && last < head && !gap {
+            let rows: Vec<(i64, String)> = on_pool!(self, pool => {
+                sqlx::query(
+                    "SELECT seq, change FROM changes WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3",
+                )
                 .bind(last)
+                .bind(head)
                 .bind(POLL_BATCH)
                 .fetch_all(pool)
                 .await?
                 .iter()
                 .map(|r| Ok((r.try_get("seq")?, r.try_get("change")?)))
                 .collect::<Result<_, sqlx::Error>>()?
-        });
-        let gap = rows.first().is_some_and(|(seq, _)| *seq != last + 1);
+            });
+            // Numbers are contiguous; a missing one was pruned before this host read it.
+            gap = rows.is_empty()
+                || rows
+                    .iter()
+                    .zip(last + 1..)
+                    .any(|((seq, _), expected)| *seq != expected);
+            if !(stale || gap) {
+                let changes: Vec<Change> = rows
+                    .iter()
+                    .filter_map(|(seq, text)| match serde_json::from_str(text) {
+                        Ok(change) => Some(change),
+                        Err(e) => {
+                            // A change this build does not know (a newer host wrote it)
+                            // concerns nothing this host caches.
+                            tracing::debug!(seq, error = %e, "a change of an unknown kind was skipped");
+                            None
+                        }
+                    })
+                    .collect();
+                self.feed.publish(Some(&changes));
+            }
+            read += rows.len();
+            last = rows.last().map_or(head, |(seq, _)| *seq);
+        }
         if stale || gap {
             self.feed.publish(None);
-        } else {
-            let changes: Vec<Change> = rows
-                .iter()
-                .filter_map(|(seq, text)| match serde_json::from_str(text) {
-                    Ok(change) => Some(change),
-                    Err(e) => {
-                        // A change this build does not know (a newer host wrote it) concerns
-                        // nothing this host caches.
-                        tracing::debug!(seq, error = %e, "a change of an unknown kind was skipped");
-                        None
-                    }
-                })
-                .collect();
-            self.feed.publish(Some(&changes));
+            last = head;
         }
-        if let Some((seq, _)) = rows.last() {
-            *applied = Some(*seq);
-        }
+        *applied = Some(last);
         // Freshness counts from when the poll began: what it read was committed by then.
         self.feed.polled.store(started + 1, Ordering::Release);
-        Ok(rows.len())
+        Ok(read)
     }
 
     /// Deletes changes older than every poller needs; returns how many.
@@ -424,5 +444,69 @@ where
     /// Whether nothing is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache of key ids, dropped by any key change.
+    fn keys(store: &Store) -> Cache<String, String> {
+        Cache::new(store, 10, |change| match change {
+            Change::Key { key_id } => Affected::Key(key_id.clone()),
+            _ => Affected::Nothing,
+        })
+    }
+
+    async fn delete_change(store: &Store, seq: i64) {
+        on_pool!(store, pool => {
+            sqlx::query("DELETE FROM changes WHERE seq = $1").bind(seq).execute(pool).await.unwrap();
+        });
+    }
+
+    async fn head(store: &Store) -> i64 {
+        on_pool!(store, pool => {
+            sqlx::query_scalar("SELECT seq FROM change_head WHERE id = 1").fetch_one(pool).await.unwrap()
+        })
+    }
+
+    /// Changes pruned before a host read them, in the middle of what it reads or at its end,
+    /// make it forget everything rather than miss an invalidation.
+    #[tokio::test]
+    async fn a_pruned_change_drops_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = Store::open_sqlite(dir.path()).await.unwrap();
+        let two = Store::open_sqlite(dir.path()).await.unwrap();
+        let cache = keys(&one);
+        one.poll_changes().await.unwrap();
+        let a = two.create_key("gap-org", "a").await.unwrap();
+        let b = two.create_key("gap-org", "b").await.unwrap();
+
+        // In the middle: of two revocations, the first was pruned.
+        cache.fill("unrelated".into(), "x".into(), cache.epoch());
+        two.revoke_key(&a.id).await.unwrap();
+        two.revoke_key(&b.id).await.unwrap();
+        delete_change(&one, head(&one).await - 1).await;
+        one.poll_changes().await.unwrap();
+        assert!(cache.is_empty(), "a gap in the middle drops everything");
+
+        // At the end: the only change after the last one read was pruned.
+        cache.fill("unrelated".into(), "x".into(), cache.epoch());
+        let c = two.create_key("gap-org", "c").await.unwrap();
+        two.revoke_key(&c.id).await.unwrap();
+        delete_change(&one, head(&one).await).await;
+        assert_eq!(one.poll_changes().await.unwrap(), 0);
+        assert!(cache.is_empty(), "a gap at the end drops everything");
+
+        // Contiguous changes drop only what they concern.
+        cache.fill("unrelated".into(), "x".into(), cache.epoch());
+        cache.fill(c.id.clone(), "c".into(), cache.epoch());
+        let d = two.create_key("gap-org", "d").await.unwrap();
+        two.revoke_key(&d.id).await.unwrap();
+        two.revoke_key(&c.id).await.unwrap();
+        one.poll_changes().await.unwrap();
+        assert_eq!(cache.get(&"unrelated".into()), Some("x".into()));
+        assert_eq!(cache.get(&c.id), None);
     }
 }
