@@ -78,11 +78,17 @@ pub fn resolve_url(target: &Target, config: &platform::ConfigFile) -> Result<Str
         })
 }
 
-/// The HTTP client of the developer commands: a request gives up after a minute.
+/// How long an ordinary request may take; uploads get [`UPLOAD_TIMEOUT`].
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long an upload (a registration, a bundle) may take: large components over a slow link.
+pub const UPLOAD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The HTTP client of the developer commands: connecting gives up after 10 s, a connection
+/// that stays silent for a minute is dropped; each request sets its own total limit.
 pub fn http() -> Result<reqwest::Client, Failure> {
     reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
         .connect_timeout(Duration::from_secs(10))
+        .read_timeout(REQUEST_TIMEOUT)
         .user_agent(concat!("atrium/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| Failure::Platform(format!("cannot start an HTTP client: {e}")))
@@ -155,11 +161,13 @@ impl Client {
         self.finish(request).await
     }
 
-    /// A request to `path` with the token.
+    /// A request to `path` with the token, given up after [`REQUEST_TIMEOUT`] (an upload
+    /// sets [`UPLOAD_TIMEOUT`] instead).
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.http
             .request(method, format!("{}{path}", self.url))
             .bearer_auth(&self.token)
+            .timeout(REQUEST_TIMEOUT)
     }
 
     /// Sends `request`: the successful response, or the failure it stands for.
@@ -191,16 +199,22 @@ impl Client {
             status.as_u16()
         );
         if status == reqwest::StatusCode::UNAUTHORIZED {
-            let next = match self.source {
-                TokenSource::Environment => "set SERVICE_TOKEN to a valid developer token",
-                TokenSource::ConfigFile => "run `atrium login` again",
-                TokenSource::Given => "the token was not stored; get a valid developer token",
+            let next = match (code.as_deref(), self.source) {
+                (Some("account_suspended"), _) => {
+                    "the account is suspended: ask the platform operator"
+                }
+                (Some("unknown_developer"), _) => {
+                    "no developer account has this email: ask the platform operator for one"
+                }
+                (_, TokenSource::Environment) => "set SERVICE_TOKEN to a valid developer token",
+                (_, TokenSource::ConfigFile) => "run `atrium login` again",
+                (_, TokenSource::Given) => "the token was not stored; get a valid developer token",
             };
             return Failure::Auth(format!("{said}; {next}"));
         }
         let next = match status.as_u16() {
             403 => "; the token's account may not do this (ask the platform operator)",
-            404 => "; check the name (`atrium apps list` shows your apps)",
+            404 => "; check the names given (`atrium apps list` shows your apps)",
             500..=599 => "; try again later, or tell the platform operator",
             _ => "",
         };

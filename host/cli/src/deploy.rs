@@ -610,6 +610,7 @@ impl Client {
         });
         let request = self
             .request(method, path)
+            .timeout(crate::client::UPLOAD_TIMEOUT)
             .header(reqwest::header::CONTENT_TYPE, content_type)
             .header(reqwest::header::CONTENT_LENGTH, total)
             .body(reqwest::Body::wrap_stream(stream));

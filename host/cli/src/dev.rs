@@ -170,8 +170,9 @@ async fn serve(args: &Args) -> Result<(), (u8, String)> {
         events,
     });
 
+    let seen_sources = fingerprint_of(sources(&dev.dir)).await;
     let loaded = match &args.component {
-        Some(file) => load(&dev, file),
+        Some(file) => load_off_runtime(&dev, file.clone()).await,
         None => build_and_load(&dev).await,
     };
     if let Err(message) = &loaded {
@@ -183,12 +184,20 @@ async fn serve(args: &Args) -> Result<(), (u8, String)> {
         .route("/__atrium/events", get(events_stream))
         .route("/__atrium/live.js", get(live_script))
         .fallback(get(bundle_file))
+        .layer(axum::middleware::from_fn_with_state(
+            bundle_addr.port(),
+            local_host_only,
+        ))
         .with_state(dev.clone());
     let parent_router = Router::new()
         .route("/", get(shell))
         .route("/__atrium/events", get(events_stream))
         .route("/__atrium/status", get(status))
         .route("/__atrium/tools/{name}", post(call_tool))
+        .layer(axum::middleware::from_fn_with_state(
+            parent_addr.port(),
+            local_host_only,
+        ))
         .with_state(dev.clone());
     let parent_url = format!("http://{parent_addr}/");
     println!(
@@ -213,7 +222,7 @@ async fn serve(args: &Args) -> Result<(), (u8, String)> {
         .stderr(std::process::Stdio::null())
         .spawn();
     }
-    let watcher = tokio::spawn(watch(dev.clone(), args.component.is_none()));
+    let watcher = tokio::spawn(watch(dev.clone(), args.component.is_none(), seen_sources));
     // Stops at once on Ctrl-C: the pages' event streams never end by themselves.
     let outcome = tokio::select! {
         served = axum::serve(bundle_listener, bundle_router).into_future() => served,
@@ -234,6 +243,14 @@ fn load(dev: &Dev, component: &Path) -> Result<App, String> {
         .map_err(|e| format!("cannot load {}: {e}", component.display()))
 }
 
+/// [`load`] (which compiles the component) off the async runtime's threads.
+async fn load_off_runtime(dev: &Arc<Dev>, component: PathBuf) -> Result<App, String> {
+    let dev = dev.clone();
+    tokio::task::spawn_blocking(move || load(&dev, &component))
+        .await
+        .map_err(|e| format!("loading stopped: {e}"))?
+}
+
 async fn build_and_load(dev: &Arc<Dev>) -> Result<App, String> {
     println!("Building the component ...");
     let dir = dev.dir.clone();
@@ -245,49 +262,74 @@ async fn build_and_load(dev: &Arc<Dev>) -> Result<App, String> {
         | crate::client::Failure::Platform(m)
         | crate::client::Failure::Auth(m) => m,
     })?;
-    let app = load(dev, &path)?;
+    let app = load_off_runtime(dev, path.clone()).await?;
     println!("Built and loaded {}", path.display());
     Ok(app)
 }
 
-/// The newest modification time under `paths` (files, or directories walked).
-fn newest(paths: &[PathBuf]) -> Option<SystemTime> {
-    let mut newest = None;
+/// A fingerprint of the files under `paths`: each file's path, size and modification time
+/// (so a deleted or renamed file counts too). Hidden entries, `node_modules` and `target` are
+/// left out, and symbolic links are not followed.
+fn fingerprint(paths: &[PathBuf]) -> Vec<(PathBuf, u64, Option<SystemTime>)> {
+    let mut seen = Vec::new();
     let mut todo: Vec<PathBuf> = paths.to_vec();
     while let Some(path) = todo.pop() {
-        let Ok(meta) = std::fs::metadata(&path) else {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
         if meta.is_dir() {
             if let Ok(entries) = std::fs::read_dir(&path) {
-                todo.extend(entries.flatten().map(|e| e.path()));
+                todo.extend(entries.flatten().map(|e| e.path()).filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        let n = n.to_string_lossy();
+                        !n.starts_with('.') && n != "node_modules" && n != "target"
+                    })
+                }));
             }
-        } else if let Ok(modified) = meta.modified() {
-            newest = newest.max(Some(modified));
+        } else if meta.is_file() {
+            seen.push((path, meta.len(), meta.modified().ok()));
         }
     }
-    newest
+    seen.sort();
+    seen
+}
+
+/// [`fingerprint`], off the async runtime's threads.
+async fn fingerprint_of(paths: Vec<PathBuf>) -> Vec<(PathBuf, u64, Option<SystemTime>)> {
+    tokio::task::spawn_blocking(move || fingerprint(&paths))
+        .await
+        .unwrap_or_default()
+}
+
+/// The files whose change rebuilds the component.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    vec![
+        dir.join("src"),
+        dir.join("Cargo.toml"),
+        dir.join(DEFAULT_MANIFEST),
+    ]
 }
 
 /// Polls the bundle and the sources twice a second: a bundle change reloads the page, a
-/// source change rebuilds the component first.
-async fn watch(dev: Arc<Dev>, rebuild: bool) {
-    let sources = vec![
-        dev.dir.join("src"),
-        dev.dir.join("Cargo.toml"),
-        dev.dir.join(DEFAULT_MANIFEST),
-    ];
+/// source change rebuilds the component first. `seen_sources` is what the first build saw
+/// (taken before it), so an edit made while it ran rebuilds too.
+async fn watch(
+    dev: Arc<Dev>,
+    rebuild: bool,
+    mut seen_sources: Vec<(PathBuf, u64, Option<SystemTime>)>,
+) {
+    let sources = sources(&dev.dir);
     let bundle = vec![dev.bundle.clone()];
-    let (mut seen_sources, mut seen_bundle) = (newest(&sources), newest(&bundle));
+    let mut seen_bundle = fingerprint_of(bundle.clone()).await;
     let mut ticks = tokio::time::interval(Duration::from_millis(500));
     loop {
         ticks.tick().await;
-        let now_bundle = newest(&bundle);
+        let now_bundle = fingerprint_of(bundle.clone()).await;
         if now_bundle != seen_bundle {
             seen_bundle = now_bundle;
             dev.announce("bundle changed");
         }
-        let now_sources = newest(&sources);
+        let now_sources = fingerprint_of(sources.clone()).await;
         if rebuild && now_sources != seen_sources {
             seen_sources = now_sources;
             let loaded = build_and_load(&dev).await;
@@ -304,6 +346,56 @@ async fn watch(dev: Arc<Dev>, rebuild: bool) {
     }
 }
 
+/// Refuses requests whose `Host` is not this server's loopback address (a page of another
+/// site reaching it through DNS rebinding), and cross-site writes: a `POST` must come from the
+/// server's own origin, with a JSON body.
+async fn local_host_only(
+    State(port): State<u16>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Some(refusal) = foreign(port, &request) {
+        return refusal;
+    }
+    next.run(request).await
+}
+
+/// Why [`local_host_only`] refuses `request` (another host, a cross-site write), if it does.
+fn foreign(port: u16, request: &axum::extract::Request) -> Option<Response> {
+    let header = |name: header::HeaderName| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let allowed = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
+    if !header(header::HOST).is_some_and(|h| allowed.contains(&h)) {
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                "atrium dev answers on its loopback address only",
+            )
+                .into_response(),
+        );
+    }
+    if request.method() == axum::http::Method::POST {
+        let origin_ok = header(header::ORIGIN)
+            .is_none_or(|o| allowed.iter().any(|a| o == format!("http://{a}")));
+        let json = header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/json"));
+        if !origin_ok || !json {
+            return Some(
+                (
+                    StatusCode::FORBIDDEN,
+                    "tool calls come from the parent shell, as JSON",
+                )
+                    .into_response(),
+            );
+        }
+    }
+    None
+}
+
 /// Server-sent events: one `reload` event per change, its data the reason.
 async fn events_stream(State(dev): State<Arc<Dev>>) -> Response {
     let mut receiver = dev.events.subscribe();
@@ -318,7 +410,6 @@ async fn events_stream(State(dev): State<Arc<Dev>>) -> Response {
         [
             (header::CONTENT_TYPE, "text/event-stream"),
             (header::CACHE_CONTROL, "no-cache"),
-            (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
         ],
         axum::body::Body::from_stream(stream),
     )
@@ -357,7 +448,10 @@ fn content_type(path: &Path) -> &'static str {
 /// A file of the bundle (`index.html` for a directory); HTML gets the live-reload script.
 async fn bundle_file(State(dev): State<Arc<Dev>>, uri: axum::http::Uri) -> Response {
     let relative = uri.path().trim_start_matches('/');
-    let safe = relative.split('/').all(|c| c != ".." && !c.contains('\\'));
+    // No parent directories, no hidden files (`.env`, `.git`), as `deploy` leaves them out.
+    let safe = relative
+        .split('/')
+        .all(|c| !c.starts_with('.') && !c.contains('\\') && !c.contains(':'));
     if !safe {
         return (StatusCode::BAD_REQUEST, "no such path").into_response();
     }
@@ -541,12 +635,17 @@ window.addEventListener("message", async (event) => {
     send({ type: "atrium:init", theme, appId: "{{app_id}}", tenantId: "dev-tenant" });
     note("ready");
   } else if (message.type === "atrium:call-tool") {
-    const response = await fetch("/__atrium/tools/" + encodeURIComponent(message.name), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(message.args ?? {}),
-    });
-    const answer = await response.json();
+    let answer;
+    try {
+      const response = await fetch("/__atrium/tools/" + encodeURIComponent(message.name), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(message.args ?? {}),
+      });
+      answer = await response.json();
+    } catch (error) {
+      answer = { ok: false, error: { decision: "network_error", message: String(error), neededScopes: [] } };
+    }
     note(`${message.name} ${JSON.stringify(message.args ?? {})} -> ${JSON.stringify(answer)}`);
     send({ type: "atrium:tool-result", id: message.id, ...answer });
   }

@@ -336,9 +336,11 @@ const TEMPLATE: &str = r##"{
 }
 "##;
 
-const WORKFLOW: &str = r#"# Lint, test and deploy on every push to main. Set the repository variable ATRIUM_GIT (the
-# Atrium source repository: its developer tool and Rust SDK are built from source) and the
-# secrets ATRIUM_PLATFORM_URL (the platform's address) and SERVICE_TOKEN (a developer token).
+const WORKFLOW: &str = r#"# Lint, test and deploy on every push to main. Set the repository variables ATRIUM_GIT (the
+# Atrium source repository: its developer tool and Rust SDK are built from source) and
+# ATRIUM_REF (the tag or commit to build, pinned), and the secrets ATRIUM_PLATFORM_URL (the
+# platform's address) and SERVICE_TOKEN (a developer token). The token reaches the deploy step
+# only, never the build or the tests.
 name: deploy
 on:
   push:
@@ -349,23 +351,25 @@ jobs:
     runs-on: ubuntu-latest
     env:
       ATRIUM_GIT: ${{ vars.ATRIUM_GIT }}
-      ATRIUM_PLATFORM_URL: ${{ secrets.ATRIUM_PLATFORM_URL }}
-      SERVICE_TOKEN: ${{ secrets.SERVICE_TOKEN }}
+      ATRIUM_REF: ${{ vars.ATRIUM_REF }}
     steps:
       - uses: actions/checkout@v4
       - name: Toolchain (rust-toolchain.toml, with the wasm32-wasip2 target)
         run: rustup show
       - name: Atrium's developer tool and Rust SDK
         run: |
-          git clone --depth 1 "$ATRIUM_GIT" "$RUNNER_TEMP/atrium"
+          git clone --depth 1 --branch "$ATRIUM_REF" "$ATRIUM_GIT" "$RUNNER_TEMP/atrium"
           cargo install --locked --path "$RUNNER_TEMP/atrium/host/cli"
           sed -i "s|^atrium-sdk = { path = .* }|atrium-sdk = { path = \"$RUNNER_TEMP/atrium/guest-sdk\" }|" Cargo.toml
-      - name: Lint
-        run: atrium lint
+      - name: Lint (locally: the platform's preflight runs in the deploy step)
+        run: atrium lint --offline
       - name: Test
         run: cargo test
       - name: Deploy
         if: github.event_name == 'push'
+        env:
+          ATRIUM_PLATFORM_URL: ${{ secrets.ATRIUM_PLATFORM_URL }}
+          SERVICE_TOKEN: ${{ secrets.SERVICE_TOKEN }}
         run: atrium deploy
 "#;
 
@@ -399,12 +403,18 @@ const APP_JS: &str = r#"// The bundle talks to its parent (the workspace, or `at
 //                    {type: "atrium:tool-result", id, ok, result} or {..., ok: false, error}
 const pending = new Map();
 let nextId = 1;
+// The parent's origin, learnt from its `atrium:init`: messages go only there, and only its
+// messages are heard.
+let parentOrigin = null;
 
 function callTool(name, args) {
+  if (parentOrigin === null) {
+    return Promise.reject({ decision: "not_ready", message: "the parent has not answered yet" });
+  }
   const id = String(nextId++);
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
-    window.parent.postMessage({ type: "atrium:call-tool", id, name, args }, "*");
+    window.parent.postMessage({ type: "atrium:call-tool", id, name, args }, parentOrigin);
   });
 }
 
@@ -415,6 +425,8 @@ function applyTheme(theme) {
 window.addEventListener("message", (event) => {
   if (event.source !== window.parent) return;
   const message = event.data || {};
+  if (message.type === "atrium:init" && parentOrigin === null) parentOrigin = event.origin;
+  if (event.origin !== parentOrigin) return;
   if (message.type === "atrium:init" || message.type === "atrium:theme") {
     applyTheme(message.theme);
   } else if (message.type === "atrium:tool-result" && pending.has(message.id)) {

@@ -15,7 +15,7 @@ use atrium_server::views::LoginProvider;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::Digest as _;
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncWriteExt as _, BufReader};
 
 use crate::client::{Failure, http, unreachable};
 
@@ -180,7 +180,9 @@ pub async fn sign_in(platform: &str, open_browser: bool) -> Result<String, Failu
     Ok(id_token)
 }
 
-/// Tries to open `address` in the user's browser: `$BROWSER`, else the system's opener.
+/// Tries to open `address` in the user's browser: `$BROWSER`, else the system's opener. The
+/// opener is started, never waited for (a terminal browser would hold the sign-in until it
+/// exits); a thread reaps it.
 fn open(address: &str) -> bool {
     let mut candidates: Vec<String> = std::env::var("BROWSER")
         .ok()
@@ -196,82 +198,124 @@ fn open(address: &str) -> bool {
         .to_owned(),
     );
     candidates.into_iter().any(|program| {
-        std::process::Command::new(program)
+        let started = std::process::Command::new(program)
             .arg(address)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+            .spawn();
+        match started {
+            Ok(mut child) => {
+                std::thread::spawn(move || child.wait());
+                true
+            }
+            Err(_) => false,
+        }
     })
 }
 
 const DONE_PAGE: &str = "<!doctype html><title>Signed in</title><p>Signed in to Atrium. You can close this tab and go back to the terminal.</p>";
 const FAILED_PAGE: &str = "<!doctype html><title>Sign-in failed</title><p>The sign-in did not complete. The terminal says why.</p>";
+const WRONG_STATE_PAGE: &str = "<!doctype html><title>Not this sign-in</title><p>This is not the sign-in the terminal waits for. Use the address it printed.</p>";
 
-/// Answers requests on the loopback address until the redirect with the code arrives.
+/// How long one connection to the loopback address may take to send its request line and
+/// headers.
+const REQUEST_WAIT: Duration = Duration::from_secs(5);
+/// The longest request line or header line read.
+const MAX_LINE: usize = 8 * 1024;
+
+/// What one connection asked.
+enum Visit {
+    /// The provider's redirect with this sign-in's state: the code, or why there is none.
+    Callback(Result<String, Failure>),
+    /// Anything else (another path, another state, a malformed request): answered and ignored.
+    Other,
+}
+
+/// Answers requests on the loopback address until the redirect of this sign-in arrives; other
+/// requests (a browser's preconnect, another path, a redirect with another state) are answered
+/// and the wait goes on.
 async fn callback(listener: &tokio::net::TcpListener, state: &str) -> Result<String, Failure> {
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
         };
-        let mut reader = BufReader::new(stream);
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).await.is_err() {
-            continue;
+        let visit = tokio::time::timeout(REQUEST_WAIT, visit(stream, state)).await;
+        if let Ok(Visit::Callback(outcome)) = visit {
+            return outcome;
         }
-        let mut line = String::new();
-        while reader.read_line(&mut line).await.is_ok_and(|n| n > 2) {
-            line.clear();
+    }
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes.
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) -> Option<String> {
+    let mut line = Vec::new();
+    let read = tokio::io::AsyncBufReadExt::read_until(
+        &mut tokio::io::AsyncReadExt::take(&mut *reader, MAX_LINE as u64),
+        b'\n',
+        &mut line,
+    )
+    .await
+    .ok()?;
+    (read > 0).then(|| String::from_utf8_lossy(&line).into_owned())
+}
+
+async fn visit(stream: tokio::net::TcpStream, state: &str) -> Visit {
+    let mut reader = BufReader::new(stream);
+    let Some(request_line) = read_line(&mut reader).await else {
+        return Visit::Other;
+    };
+    while let Some(line) = read_line(&mut reader).await {
+        if line.trim().is_empty() {
+            break;
         }
-        let target = request_line.split_whitespace().nth(1).unwrap_or_default();
-        let Ok(parsed) = url::Url::parse(&format!("http://127.0.0.1{target}")) else {
-            continue;
-        };
-        let mut stream = reader.into_inner();
-        if parsed.path() != "/callback" {
-            let _ = stream
-                .write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                )
-                .await;
-            continue;
-        }
-        let get = |name: &str| {
-            parsed
-                .query_pairs()
+    }
+    let mut stream = reader.into_inner();
+    let answer = |status: &str, page: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        )
+    };
+    let target = request_line.split_whitespace().nth(1).unwrap_or_default();
+    let parsed = url::Url::parse(&format!("http://127.0.0.1{target}")).ok();
+    let get = |name: &str| {
+        parsed.as_ref().and_then(|p| {
+            p.query_pairs()
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.into_owned())
-        };
-        let outcome = if get("state").as_deref() != Some(state) {
-            Err(Failure::Auth(
-                "the sign-in came back for another request (its state differs): run `atrium login` again"
-                    .to_owned(),
-            ))
-        } else if let Some(error) = get("error") {
-            Err(Failure::Auth(format!(
-                "the provider refused the sign-in: {error} {}",
-                get("error_description").unwrap_or_default()
-            )))
-        } else {
-            get("code")
-                .ok_or_else(|| Failure::Auth("the provider came back without a code".to_owned()))
-        };
-        let page = if outcome.is_ok() {
-            DONE_PAGE
-        } else {
-            FAILED_PAGE
-        };
+        })
+    };
+    if parsed.as_ref().is_none_or(|p| p.path() != "/callback") {
         let _ = stream
-            .write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                    page.len()
-                )
-                .as_bytes(),
-            )
+            .write_all(answer("404 Not Found", "").as_bytes())
             .await;
-        let _ = stream.shutdown().await;
-        return outcome;
+        return Visit::Other;
     }
+    if get("state").as_deref() != Some(state) {
+        let _ = stream
+            .write_all(answer("400 Bad Request", WRONG_STATE_PAGE).as_bytes())
+            .await;
+        return Visit::Other;
+    }
+    let outcome = if let Some(error) = get("error") {
+        Err(Failure::Auth(format!(
+            "the provider refused the sign-in: {error} {}",
+            get("error_description").unwrap_or_default()
+        )))
+    } else {
+        get("code").ok_or_else(|| Failure::Auth("the provider came back without a code".to_owned()))
+    };
+    let page = if outcome.is_ok() {
+        DONE_PAGE
+    } else {
+        FAILED_PAGE
+    };
+    let _ = stream.write_all(answer("200 OK", page).as_bytes()).await;
+    let _ = stream.shutdown().await;
+    Visit::Callback(outcome)
 }

@@ -88,7 +88,7 @@ pub fn write_config(config: &ConfigFile) -> Result<PathBuf, String> {
     let fail = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", path.display());
     create_private_dir(dir).map_err(|e| fail("create the directory of", e))?;
     let text = toml::to_string(config).map_err(|e| format!("cannot encode the config: {e}"))?;
-    let temporary = dir.join(".config.toml.tmp");
+    let temporary = dir.join(format!(".config.toml.{}.tmp", std::process::id()));
     write_private(&temporary, text.as_bytes()).map_err(|e| fail("write", e))?;
     std::fs::rename(&temporary, &path).map_err(|e| fail("replace", e))?;
     Ok(path)
@@ -99,7 +99,11 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
+    builder.create(dir)?;
+    // A directory that was there already is made private too.
+    #[cfg(unix)]
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    Ok(())
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

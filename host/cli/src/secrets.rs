@@ -58,8 +58,11 @@ fn check_key(key: &str) -> Result<(), Failure> {
     if atrium_manifest::rules::is_secret_key(key) {
         Ok(())
     } else {
+        // Only the start is shown: what was given may be a value passed by mistake.
+        let shown: String = key.chars().take(4).collect();
+        let more = if key.chars().count() > 4 { "..." } else { "" };
         Err(Failure::BadInput(format!(
-            "`{key}` is not a secret key: it must match ^[A-Z][A-Z0-9_]{{0,63}}$ (upper-case letters, digits, underscores)"
+            "`{shown}{more}` is not a secret key: it must match ^[A-Z][A-Z0-9_]{{0,63}}$ (upper-case letters, digits, underscores); give the value as KEY=VALUE"
         )))
     }
 }
@@ -104,8 +107,17 @@ pub fn run(args: &Args) -> ExitCode {
                 description,
             } => {
                 let (key, value) = match assignment.split_once('=') {
-                    Some((key, value)) => (key.to_owned(), value.to_owned()),
+                    Some((key, value)) => {
+                        check_key(key)?;
+                        (key.to_owned(), value.to_owned())
+                    }
                     None => {
+                        // The key is checked before anything is read: a value passed by
+                        // mistake in its place is not waited on, nor printed whole.
+                        check_key(assignment)?;
+                        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                            eprintln!("Value of {assignment} (then Enter and Ctrl-D):");
+                        }
                         let mut value = String::new();
                         std::io::stdin().read_to_string(&mut value).map_err(|e| {
                             Failure::BadInput(format!(

@@ -143,10 +143,11 @@ fn dev_runs_the_bundle_and_the_component_in_a_parent_shell() {
         .arg(atrium_test_artifacts::PROBE)
         .current_dir(&project)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = std::io::BufReader::new(dev.stdout.take().unwrap()).lines();
+    let mut dev = crate::KillOnDrop(dev);
     let shell = loop {
         let line = lines
             .next()
@@ -168,9 +169,9 @@ fn dev_runs_the_bundle_and_the_component_in_a_parent_shell() {
         ],
     );
     let _ = Command::new("kill")
-        .args(["-INT", &dev.id().to_string()])
+        .args(["-INT", &dev.0.id().to_string()])
         .status();
-    let status = dev.wait().unwrap();
+    let status = dev.0.wait().unwrap();
     assert!(
         out.status.success(),
         "{}\n{}",

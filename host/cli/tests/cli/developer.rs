@@ -343,6 +343,10 @@ fn developer_commands_work_against_a_running_host() {
     assert!(!everything.contains("value"), "{everything}");
     for (args, code) in [
         (vec!["secrets", "set", "api_key=x", "--app", slug], 1),
+        (
+            vec!["secrets", "set", "sk_live_1234567890", "--app", slug],
+            1,
+        ),
         (vec!["secrets", "get", "lower", "--app", slug], 1),
         (vec!["secrets", "get", "NOPE", "--app", slug], 2),
         (vec!["secrets", "list"], 1),
@@ -351,6 +355,13 @@ fn developer_commands_work_against_a_running_host() {
         let out = atrium.run(here, &args, &[]);
         exits(&out, code);
     }
+    // A value given in the key's place is refused at once and not printed.
+    let out = atrium.run(
+        here,
+        &["secrets", "set", "sk_live_1234567890", "--app", slug],
+        &[],
+    );
+    assert!(!stderr(&out).contains("1234567890"), "{}", stderr(&out));
     // Without --app, the app_id of ./atrium.app.yaml.
     let project = dir.path().join("project");
     std::fs::create_dir(&project).unwrap();
@@ -869,8 +880,22 @@ fn init_scaffolds_a_project_that_lints_and_passes_its_tests() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(dev.stdout.take().unwrap()));
-    let mut next_line = move || lines.next().expect("atrium dev keeps printing").unwrap();
+    // Its output, read by a thread; a line waited for more than 10 minutes fails the test.
+    let (sender, received) = std::sync::mpsc::channel();
+    let output = dev.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(output)).map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut dev = crate::KillOnDrop(dev);
+    let next_line = move || {
+        received
+            .recv_timeout(std::time::Duration::from_secs(600))
+            .expect("atrium dev prints its next line within 10 minutes")
+    };
     let shell = loop {
         let line = next_line();
         if let Some(url) = line.strip_prefix("Parent shell:") {
@@ -891,6 +916,39 @@ fn init_scaffolds_a_project_that_lints_and_passes_its_tests() {
         answer,
         json!({"ok": true, "result": {"message": "Hello, Ada!"}})
     );
+    // Only the parent shell's own pages may call: another origin, another Host (DNS
+    // rebinding) or a body that is not JSON is refused.
+    let foreign = |headers: &[(&str, &str)]| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut request = reqwest::Client::new()
+                .post(format!("{shell}__atrium/tools/greet"))
+                .body(r#"{"name": "Eve"}"#);
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.send().await.unwrap().status().as_u16()
+        })
+    };
+    assert_eq!(
+        foreign(&[
+            ("content-type", "application/json"),
+            ("origin", "http://evil.example")
+        ]),
+        403
+    );
+    assert_eq!(
+        foreign(&[
+            ("content-type", "application/json"),
+            ("host", "evil.example")
+        ]),
+        403
+    );
+    assert_eq!(foreign(&[("content-type", "text/plain")]), 403);
+    assert_eq!(foreign(&[("content-type", "application/json")]), 200);
     let (_, refused) = greet(" ");
     assert_eq!(refused["ok"], false, "{refused}");
     assert_eq!(refused["error"]["decision"], "invalid_request", "{refused}");
@@ -909,7 +967,7 @@ fn init_scaffolds_a_project_that_lints_and_passes_its_tests() {
         "{answer}"
     );
     let _ = Command::new("kill")
-        .args(["-INT", &dev.id().to_string()])
+        .args(["-INT", &dev.0.id().to_string()])
         .status();
-    assert_eq!(dev.wait().unwrap().code(), Some(0));
+    assert_eq!(dev.0.wait().unwrap().code(), Some(0));
 }

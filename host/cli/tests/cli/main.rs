@@ -144,3 +144,13 @@ impl Atrium {
         child.wait_with_output().unwrap()
     }
 }
+
+/// A child process killed (and reaped) when the test ends, also when it fails.
+pub(crate) struct KillOnDrop(pub(crate) Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

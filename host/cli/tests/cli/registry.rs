@@ -342,6 +342,15 @@ fn developers_sign_in_with_host_and_oidc_tokens_and_lint_asks_the_host() {
     // this test as the browser (no browser can be opened here: the address is printed).
     provider.sign_in(key.clone(), "ada@example.com");
     let (login, authorize) = start_login(&atrium, here, &url);
+    // A redirect of another sign-in (another state) is refused and the wait goes on.
+    let redirect_uri = url::Url::parse(&authorize)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "redirect_uri")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    let stray = browse(&format!("{redirect_uri}?code=forged&state=another"));
+    assert!(stray.contains("Not this sign-in"), "{stray}");
     let landed = browse(&authorize);
     assert!(landed.contains("Signed in to Atrium"), "{landed}");
     let (code, printed, errors) = login.finish();
