@@ -143,6 +143,8 @@ async fn documents_a_stopped_writer_left_unfinished_are_removed() {
         0,
         "not stale yet"
     );
+    // Stale means older than the threshold: let the clock pass the row's millisecond.
+    tokio::time::sleep(Duration::from_millis(5)).await;
     assert_eq!(retrieval.recover(Duration::ZERO).await.unwrap(), 1);
     assert!(
         store
