@@ -430,26 +430,38 @@ fn build_platform(args: &Args) -> Result<MemoryPlatform, String> {
         platform = platform.with_room(room, &members);
     }
     if let Some(path) = &args.mocks {
-        platform = platform.answering_unmocked();
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the mock file {}: {e}", path.display()))?;
-        let tools = atrium_manifest::devmock::parse_mock_file(&text)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        for tool in tools {
-            let scopes: Vec<&str> = tool.scopes.iter().map(String::as_str).collect();
-            platform = match tool.answer {
-                Ok(result) => platform.with_tool(&tool.name, &scopes, result),
-                Err(f) => {
-                    let failure = ToolCallError {
-                        tool_name: tool.name.clone(),
-                        decision: f.decision,
-                        message: f.message,
-                        needed_scopes: f.needed_scopes,
-                    };
-                    platform.with_failing_tool(&tool.name, &scopes, failure)
-                }
-            };
-        }
+        platform = with_mocks(platform, &text, path)?;
+    }
+    Ok(platform)
+}
+
+/// `platform` answering the platform tools of a mock file (`text`, read from `path`), and
+/// every tool the file does not mock with decision `unmocked`: `atrium call --mocks` and
+/// `atrium dev`.
+pub(crate) fn with_mocks(
+    platform: MemoryPlatform,
+    text: &str,
+    path: &std::path::Path,
+) -> Result<MemoryPlatform, String> {
+    let mut platform = platform.answering_unmocked();
+    let tools = atrium_manifest::devmock::parse_mock_file(text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    for tool in tools {
+        let scopes: Vec<&str> = tool.scopes.iter().map(String::as_str).collect();
+        platform = match tool.answer {
+            Ok(result) => platform.with_tool(&tool.name, &scopes, result),
+            Err(f) => {
+                let failure = ToolCallError {
+                    tool_name: tool.name.clone(),
+                    decision: f.decision,
+                    message: f.message,
+                    needed_scopes: f.needed_scopes,
+                };
+                platform.with_failing_tool(&tool.name, &scopes, failure)
+            }
+        };
     }
     Ok(platform)
 }

@@ -275,23 +275,22 @@ fn build(args: &Args, dir: &Path, manifest: &Manifest) -> Result<Option<Vec<u8>>
 
 /// Runs the release build for wasm32-wasip2 and returns the component it made.
 pub(crate) fn cargo_build(dir: &Path) -> Result<PathBuf, Failure> {
-    let output =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "build",
-                "--target",
-                "wasm32-wasip2",
-                "--release",
-                "--message-format=json-render-diagnostics",
-            ])
-            .current_dir(dir)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| {
-                Failure::BadInput(format!(
-                    "cannot run cargo ({e}): install Rust (rustup) or deploy with --skip-build"
-                ))
-            })?;
+    let output = cargo()
+        .args([
+            "build",
+            "--target",
+            "wasm32-wasip2",
+            "--release",
+            "--message-format=json-render-diagnostics",
+        ])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| {
+            Failure::BadInput(format!(
+                "cannot run cargo ({e}): install Rust (rustup) or deploy with --skip-build"
+            ))
+        })?;
     if !output.status.success() {
         return Err(Failure::BadInput(
             "the build failed (cargo's messages are above): nothing was deployed".to_owned(),
@@ -320,6 +319,11 @@ pub(crate) fn cargo_build(dir: &Path) -> Result<PathBuf, Failure> {
                 .to_owned(),
         )
     })
+}
+
+/// A `cargo` command: the one that runs this tool when cargo does (`CARGO`), else the PATH's.
+pub(crate) fn cargo() -> std::process::Command {
+    std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
 /// A line of cargo's JSON messages (the fields used).
@@ -361,18 +365,17 @@ struct CargoLib {
 
 /// The component the last release build of the project in `dir` left.
 fn built_component(dir: &Path) -> Result<PathBuf, Failure> {
-    let output =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "metadata",
-                "--format-version",
-                "1",
-                "--no-deps",
-                "--offline",
-            ])
-            .current_dir(dir)
-            .output()
-            .map_err(|e| Failure::BadInput(format!("cannot run cargo metadata: {e}")))?;
+    let output = cargo()
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(dir)
+        .output()
+        .map_err(|e| Failure::BadInput(format!("cannot run cargo metadata: {e}")))?;
     if !output.status.success() {
         return Err(Failure::BadInput(format!(
             "cargo metadata failed: {}",

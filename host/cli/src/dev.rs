@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use atrium_runtime::memory::MemoryPlatform;
-use atrium_runtime::{App, CallError, Caller, Invocation, Runtime, RuntimeConfig, ToolCallError};
+use atrium_runtime::{App, CallError, Caller, Invocation, Runtime, RuntimeConfig};
 use axum::Router;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{StatusCode, header};
@@ -497,31 +497,12 @@ async fn status(State(dev): State<Arc<Dev>>) -> axum::Json<Value> {
 
 /// The in-memory platform of one call: the mock file as it is now.
 fn platform(dev: &Dev) -> Result<MemoryPlatform, String> {
-    let mut platform = MemoryPlatform::new("http://127.0.0.1").answering_unmocked();
-    let text = match std::fs::read_to_string(&dev.mocks) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(platform),
-        Err(e) => return Err(format!("cannot read {}: {e}", dev.mocks.display())),
-    };
-    let tools = atrium_manifest::devmock::parse_mock_file(&text)
-        .map_err(|e| format!("{}: {e}", dev.mocks.display()))?;
-    for tool in tools {
-        let scopes: Vec<&str> = tool.scopes.iter().map(String::as_str).collect();
-        platform = match tool.answer {
-            Ok(result) => platform.with_tool(&tool.name, &scopes, result),
-            Err(f) => platform.with_failing_tool(
-                &tool.name,
-                &scopes,
-                ToolCallError {
-                    tool_name: tool.name.clone(),
-                    decision: f.decision,
-                    message: f.message,
-                    needed_scopes: f.needed_scopes,
-                },
-            ),
-        };
+    let platform = MemoryPlatform::new("http://127.0.0.1");
+    match std::fs::read_to_string(&dev.mocks) {
+        Ok(text) => crate::call::with_mocks(platform, &text, &dev.mocks),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(platform.answering_unmocked()),
+        Err(e) => Err(format!("cannot read {}: {e}", dev.mocks.display())),
     }
-    Ok(platform)
 }
 
 fn refusal(decision: &str, message: String, needed: &[String]) -> Value {

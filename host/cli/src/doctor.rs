@@ -119,13 +119,9 @@ async fn platform_checks(target: &Target) -> (Outcome, Outcome) {
     (login, registry)
 }
 
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
-}
-
 /// cargo runs, and the compiler has the wasm32-wasip2 standard library.
 fn toolchain() -> Outcome {
-    let version = match Command::new(cargo()).arg("--version").output() {
+    let version = match crate::deploy::cargo().arg("--version").output() {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
         _ => {
             return Outcome::Failed(
@@ -187,7 +183,7 @@ fn sdk(project: &Path) -> Outcome {
             project.display()
         ));
     }
-    let out = Command::new(cargo())
+    let out = crate::deploy::cargo()
         .args(["metadata", "--format-version", "1"])
         .current_dir(project)
         .output();

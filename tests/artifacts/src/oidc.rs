@@ -124,6 +124,13 @@ struct Published {
     login: Mutex<Option<Login>>,
 }
 
+impl Published {
+    /// The sign-in state: who `/authorize` signs in, and the codes it issued.
+    fn signing_in(&self) -> std::sync::MutexGuard<'_, Option<Login>> {
+        self.login.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// Who `/authorize` signs in, with which key, and the codes it issued.
 struct Login {
     key: Arc<SigningKey>,
@@ -210,11 +217,7 @@ impl Provider {
     /// `/token` answers ID tokens signed with `key` (which should be among the published
     /// keys).
     pub fn sign_in(&self, key: Arc<SigningKey>, email: &str) {
-        *self
-            .published
-            .login
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Login {
+        *self.published.signing_in() = Some(Login {
             key,
             email: email.to_owned(),
             codes: HashMap::new(),
@@ -225,9 +228,7 @@ impl Provider {
     /// How many codes were exchanged for ID tokens.
     pub fn codes_exchanged(&self) -> usize {
         self.published
-            .login
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .signing_in()
             .as_ref()
             .map_or(0, |l| l.exchanged)
     }
@@ -323,10 +324,7 @@ fn random_token() -> String {
 /// `/authorize`: the configured user signs in; a redirect to the client with a code.
 fn authorize(query: &str, published: &Published) -> (String, Vec<(String, String)>, Value) {
     let params = form(query);
-    let mut login = published
-        .login
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let mut login = published.signing_in();
     let Some(login) = login.as_mut() else {
         return (
             "404 Not Found".into(),
@@ -381,10 +379,7 @@ fn authorize(query: &str, published: &Published) -> (String, Vec<(String, String
 fn exchange(body: &str, published: &Published) -> (String, Value) {
     let params = form(body);
     let get = |k: &str| params.get(k).cloned().unwrap_or_default();
-    let mut login = published
-        .login
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let mut login = published.signing_in();
     let Some(login) = login.as_mut() else {
         return (
             "404 Not Found".into(),

@@ -3,17 +3,18 @@
 //! input, 2 platform error, 3 auth error), their `--json` output, the config file, and
 //! another developer's token reaching nothing.
 //!
-//! One host serves every check: starting it is most of the cost.
+//! One host serves every check: starting it is most of the cost. `scaffold.rs` checks `init`
+//! and `dev` on a new project without a host.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
 use crate::{Atrium, Serve, stderr, stdout};
 
 /// Where scaffolded projects build in the tests (kept across runs, like the build cache).
-fn scaffold_target() -> PathBuf {
+pub(crate) fn scaffold_target() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(
             || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
@@ -24,7 +25,7 @@ fn scaffold_target() -> PathBuf {
 
 /// Asserts the exit code, showing the output when it differs.
 #[track_caller]
-fn exits(out: &Output, code: i32) {
+pub(crate) fn exits(out: &Output, code: i32) {
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -44,7 +45,12 @@ fn last_line(out: &Output) -> String {
 }
 
 /// A request to the host, as the tests' stand-in for what later commands (deploy) do.
-fn http(method: &str, url: &str, token: &str, body: Option<(&str, Vec<u8>)>) -> (u16, Value) {
+pub(crate) fn http(
+    method: &str,
+    url: &str,
+    token: &str,
+    body: Option<(&str, Vec<u8>)>,
+) -> (u16, Value) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -63,7 +69,7 @@ fn http(method: &str, url: &str, token: &str, body: Option<(&str, Vec<u8>)>) -> 
     })
 }
 
-fn json_body(value: &Value) -> Option<(&'static str, Vec<u8>)> {
+pub(crate) fn json_body(value: &Value) -> Option<(&'static str, Vec<u8>)> {
     Some(("application/json", value.to_string().into_bytes()))
 }
 
@@ -754,220 +760,4 @@ fn developer_commands_work_against_a_running_host() {
 
     let (status, log) = host.stop();
     assert_eq!(status.code(), Some(0), "{log:#?}");
-}
-
-/// `atrium init` makes a project that lints and passes its own tests as it is; bad input
-/// exits 1 and writes nothing.
-#[test]
-fn init_scaffolds_a_project_that_lints_and_passes_its_tests() {
-    let dir = tempfile::tempdir().unwrap();
-    let atrium = Atrium {
-        config_dir: dir.path().join("config"),
-    };
-    let here = dir.path();
-    let out = atrium.run(here, &["init", "Bad_Slug"], &[]);
-    exits(&out, 1);
-    assert!(!here.join("Bad_Slug").exists());
-    let out = atrium.run(here, &["init", "greeter", "--lang", "python"], &[]);
-    exits(&out, 1);
-    std::fs::create_dir(here.join("taken")).unwrap();
-    std::fs::write(here.join("taken/keep.txt"), "mine").unwrap();
-    let out = atrium.run(here, &["init", "greeter", "--directory", "taken"], &[]);
-    exits(&out, 1);
-    assert_eq!(
-        std::fs::read_to_string(here.join("taken/keep.txt")).unwrap(),
-        "mine"
-    );
-    let out = atrium.run(here, &["init", "greeter", "--sdk", "/nowhere"], &[]);
-    exits(&out, 1);
-
-    let out = atrium.run(
-        here,
-        &[
-            "init",
-            "greeter",
-            "--name",
-            "The Greeter",
-            "--description",
-            "Says \"hello\": politely",
-        ],
-        &[],
-    );
-    exits(&out, 0);
-    let project = here.join("greeter");
-    for file in [
-        "Cargo.toml",
-        "rust-toolchain.toml",
-        "atrium.app.yaml",
-        "atrium.dev.json",
-        "src/lib.rs",
-        "app_docs/user.md",
-        "defaults/templates/note.json",
-        ".github/workflows/deploy.yml",
-        "web/index.html",
-        "web/app.js",
-    ] {
-        assert!(project.join(file).is_file(), "{file}");
-    }
-    let manifest = std::fs::read_to_string(project.join("atrium.app.yaml")).unwrap();
-    assert!(
-        manifest.contains("app_id: greeter") && manifest.contains("The Greeter"),
-        "{manifest}"
-    );
-    let workflow = std::fs::read_to_string(project.join(".github/workflows/deploy.yml")).unwrap();
-    assert!(
-        workflow.contains("SERVICE_TOKEN") && workflow.contains("atrium deploy"),
-        "{workflow}"
-    );
-    let bridge = std::fs::read_to_string(project.join("web/app.js")).unwrap();
-    assert!(
-        bridge.contains("atrium:call-tool") && bridge.contains("postMessage"),
-        "{bridge}"
-    );
-
-    let out = atrium.run(&project, &["lint", "--offline"], &[]);
-    exits(&out, 0);
-    assert!(
-        stdout(&out).contains("lint passed: 0 errors, 0 warnings"),
-        "{}",
-        stdout(&out)
-    );
-
-    // Its own tests pass, natively, against the SDK of this source tree.
-    let target = scaffold_target();
-    let tested = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["test", "--quiet"])
-        .current_dir(&project)
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .unwrap();
-    exits(&tested, 0);
-    assert!(stdout(&tested).contains("2 passed"), "{}", stdout(&tested));
-
-    // doctor: everything local holds; without a login it fails, naming what to do.
-    let out = atrium.run(&project, &["doctor"], &[]);
-    exits(&out, 1);
-    let said = stdout(&out);
-    for expected in [
-        "[FAIL] login: atrium doctor",
-        "[ok  ] build toolchain",
-        "[ok  ] SDK: atrium-sdk",
-        "[ok  ] manifest",
-    ] {
-        assert!(
-            said.contains(expected.trim_end_matches(": atrium doctor")),
-            "{expected}: {said}"
-        );
-    }
-    assert!(said.contains("--platform"), "{said}");
-
-    // dev builds the component, answers the bundle's tool calls with it, and rebuilds it when
-    // the source changes.
-    let mut dev = atrium
-        .command(
-            &project,
-            &[
-                "dev",
-                "--no-open",
-                "--bundle-port",
-                "0",
-                "--parent-port",
-                "0",
-            ],
-            &[("CARGO_TARGET_DIR", target.to_str().unwrap())],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Its output, read by a thread; a line waited for more than 10 minutes fails the test.
-    let (sender, received) = std::sync::mpsc::channel();
-    let output = dev.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufRead::lines(std::io::BufReader::new(output)).map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut dev = crate::KillOnDrop(dev);
-    let next_line = move || {
-        received
-            .recv_timeout(std::time::Duration::from_secs(600))
-            .expect("atrium dev prints its next line within 10 minutes")
-    };
-    let shell = loop {
-        let line = next_line();
-        if let Some(url) = line.strip_prefix("Parent shell:") {
-            break url.trim().to_owned();
-        }
-    };
-    let greet = |name: &str| {
-        http(
-            "POST",
-            &format!("{shell}__atrium/tools/greet"),
-            "",
-            json_body(&json!({"name": name})),
-        )
-    };
-    let (status, answer) = greet("Ada");
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(
-        answer,
-        json!({"ok": true, "result": {"message": "Hello, Ada!"}})
-    );
-    // Only the parent shell's own pages may call: another origin, another Host (DNS
-    // rebinding) or a body that is not JSON is refused.
-    let foreign = |headers: &[(&str, &str)]| {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let mut request = reqwest::Client::new()
-                .post(format!("{shell}__atrium/tools/greet"))
-                .body(r#"{"name": "Eve"}"#);
-            for (name, value) in headers {
-                request = request.header(*name, *value);
-            }
-            request.send().await.unwrap().status().as_u16()
-        })
-    };
-    assert_eq!(
-        foreign(&[
-            ("content-type", "application/json"),
-            ("origin", "http://evil.example")
-        ]),
-        403
-    );
-    assert_eq!(
-        foreign(&[
-            ("content-type", "application/json"),
-            ("host", "evil.example")
-        ]),
-        403
-    );
-    assert_eq!(foreign(&[("content-type", "text/plain")]), 403);
-    assert_eq!(foreign(&[("content-type", "application/json")]), 200);
-    let (_, refused) = greet(" ");
-    assert_eq!(refused["ok"], false, "{refused}");
-    assert_eq!(refused["error"]["decision"], "invalid_request", "{refused}");
-    let lib = project.join("src/lib.rs");
-    std::fs::write(
-        &lib,
-        std::fs::read_to_string(&lib)
-            .unwrap()
-            .replace("{greeting}, {name}!", "{greeting}, {name}! Welcome."),
-    )
-    .unwrap();
-    while !next_line().starts_with("Built and loaded") {}
-    let (_, answer) = greet("Ada");
-    assert_eq!(
-        answer["result"]["message"], "Hello, Ada! Welcome.",
-        "{answer}"
-    );
-    let _ = Command::new("kill")
-        .args(["-INT", &dev.0.id().to_string()])
-        .status();
-    assert_eq!(dev.0.wait().unwrap().code(), Some(0));
 }

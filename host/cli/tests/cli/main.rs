@@ -9,6 +9,7 @@ mod developer;
 mod keys;
 mod lint;
 mod registry;
+mod scaffold;
 mod serve;
 mod tenants;
 

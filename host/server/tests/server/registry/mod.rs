@@ -6,6 +6,7 @@
 //! tests send it); each area's tests are a module of their own.
 
 mod bundles;
+mod hooks;
 mod installs;
 mod preflight;
 mod routes;

@@ -5,7 +5,6 @@
 
 use atrium_platform::sealing::SecretsKey;
 use atrium_platform::serving::Serving;
-use atrium_store::Store;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -13,18 +12,6 @@ use atrium_platform::registry::TenantRef;
 
 use super::{Body, Host, open_registry, slug};
 use crate::{stores, unique};
-
-/// A second handle on the same database, as another host would open it.
-async fn second_store(first: &Store, dir: Option<&tempfile::TempDir>) -> Store {
-    match dir {
-        Some(dir) => Store::open_sqlite(dir.path()).await.unwrap(),
-        None => {
-            let url = std::env::var("ATRIUM_TEST_DATABASE_URL").unwrap();
-            let _ = first;
-            Store::open_url(&url).await.unwrap()
-        }
-    }
-}
 
 #[tokio::test]
 async fn each_due_schedule_runs_once_across_two_hosts() {
@@ -75,7 +62,7 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
         assert_eq!(status, StatusCode::CREATED, "{body}");
 
         // Two hosts: each its own registry, runtime and loaded apps, one database.
-        let other = second_store(&store, dir.as_ref()).await;
+        let other = crate::reopen(&store, dir.as_ref()).await;
         let mut hosts = Vec::new();
         for (i, store) in [&store, &other].into_iter().enumerate() {
             let registry = open_registry(
