@@ -12,8 +12,13 @@
 //! - `atrium_free(ptr, len)`: gives an answer's memory back.
 //!
 //! A request that is not such JSON is answered with a single `syntax` finding saying so.
+//!
+//! A fourth function, `atrium_sandbox(ptr, len) -> u64`, runs the host's sandbox rules for the
+//! SDKs' test clients in the same way ([`sandbox`]).
 
 #![allow(unsafe_code)] // The three exported functions hand raw memory across the module's edge.
+
+pub mod sandbox;
 
 use atrium_manifest::project::{self, Finding};
 use serde::{Deserialize, Serialize};
@@ -93,6 +98,25 @@ pub unsafe extern "C" fn atrium_free(ptr: *mut u8, len: usize) {
     drop(unsafe { Vec::from_raw_parts(ptr, 0, len.max(1)) });
 }
 
+/// Hands `answer` to the caller: `(ptr << 32) | len`, to be given back with [`atrium_free`].
+fn hand_over(answer: Vec<u8>) -> u64 {
+    let answer = answer.into_boxed_slice();
+    let answer_len = answer.len();
+    let answer_ptr = Box::into_raw(answer).cast::<u8>();
+    // The answer's capacity equals its length (a boxed slice), as `atrium_free` expects.
+    ((answer_ptr as usize as u64) << 32) | answer_len as u64
+}
+
+/// Takes back the request of `len` bytes at `ptr`.
+///
+/// # Safety
+///
+/// `ptr` must come from [`atrium_alloc`]`(len)` with `len` bytes written there.
+unsafe fn take_request(ptr: *mut u8, len: usize) -> Vec<u8> {
+    // SAFETY: the caller wrote `len` bytes into the buffer `atrium_alloc(len)` reserved.
+    unsafe { Vec::from_raw_parts(ptr, len, len.max(1)) }
+}
+
 /// Checks the request of `len` bytes at `ptr` (then frees it) and answers where the answer is.
 ///
 /// # Safety
@@ -100,17 +124,28 @@ pub unsafe extern "C" fn atrium_free(ptr: *mut u8, len: usize) {
 /// `ptr` must come from [`atrium_alloc`]`(len)` with `len` bytes written there.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn atrium_check(ptr: *mut u8, len: usize) -> u64 {
-    // SAFETY: the caller wrote `len` bytes into the buffer `atrium_alloc(len)` reserved.
-    let request = unsafe { Vec::from_raw_parts(ptr, len, len.max(1)) };
+    // SAFETY: as this function's own contract.
+    let request = unsafe { take_request(ptr, len) };
     let answer = serde_json::to_vec(&check(&request)).unwrap_or_else(|e| {
         format!(r#"{{"valid": false, "manifest": null, "findings": [], "error": "{e}"}}"#)
             .into_bytes()
     });
-    let answer = answer.into_boxed_slice();
-    let answer_len = answer.len();
-    let answer_ptr = Box::into_raw(answer).cast::<u8>();
-    // The answer's capacity equals its length (a boxed slice), as `atrium_free` expects.
-    ((answer_ptr as usize as u64) << 32) | answer_len as u64
+    hand_over(answer)
+}
+
+/// Runs the sandbox check of the request of `len` bytes at `ptr` (then frees it) and answers
+/// where the answer is ([`sandbox::Outcome`] as JSON).
+///
+/// # Safety
+///
+/// `ptr` must come from [`atrium_alloc`]`(len)` with `len` bytes written there.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn atrium_sandbox(ptr: *mut u8, len: usize) -> u64 {
+    // SAFETY: as this function's own contract.
+    let request = unsafe { take_request(ptr, len) };
+    let answer = serde_json::to_vec(&sandbox::run(&request))
+        .unwrap_or_else(|e| format!(r#"{{"error": "{e}"}}"#).into_bytes());
+    hand_over(answer)
 }
 
 #[cfg(test)]

@@ -250,177 +250,27 @@ fn with_version(manifest: &[u8], version: &str) -> Result<Vec<u8>, Failure> {
 
 /// Step 2: the component's bytes, or `None` for a container-image app.
 fn build(args: &Args, dir: &Path, manifest: &Manifest) -> Result<Option<Vec<u8>>, Failure> {
-    if !dir.join("Cargo.toml").is_file() {
+    let Some(lang) = crate::build::Lang::of(dir) else {
         step(
             2,
             &format!(
-                "build: no Cargo.toml, a container-image app ({})",
+                "build: no Cargo.toml, package.json, pyproject.toml or app.py, a container-image app ({})",
                 manifest.runtime.image
             ),
         );
         return Ok(None);
-    }
+    };
     let path = if args.skip_build {
         step(2, "build: skipped (--skip-build)");
-        built_component(dir)?
+        crate::build::last_built(dir, lang)?
     } else {
-        step(2, "build: cargo build --target wasm32-wasip2 --release");
-        cargo_build(dir)?
+        step(2, &format!("build: {}", lang.command()));
+        crate::build::component(dir, lang)?
     };
     let bytes = std::fs::read(&path)
         .map_err(|e| Failure::BadInput(format!("cannot read {}: {e}", path.display())))?;
     println!("      {} ({} bytes)", path.display(), bytes.len());
     Ok(Some(bytes))
-}
-
-/// Runs the release build for wasm32-wasip2 and returns the component it made.
-pub(crate) fn cargo_build(dir: &Path) -> Result<PathBuf, Failure> {
-    let output = cargo()
-        .args([
-            "build",
-            "--target",
-            "wasm32-wasip2",
-            "--release",
-            "--message-format=json-render-diagnostics",
-        ])
-        .current_dir(dir)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| {
-            Failure::BadInput(format!(
-                "cannot run cargo ({e}): install Rust (rustup) or deploy with --skip-build"
-            ))
-        })?;
-    if !output.status.success() {
-        return Err(Failure::BadInput(
-            "the build failed (cargo's messages are above): nothing was deployed".to_owned(),
-        ));
-    }
-    let mut found = None;
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Ok(message) = serde_json::from_str::<CargoMessage>(line) else {
-            continue;
-        };
-        if message.reason == "compiler-artifact"
-            && message
-                .target
-                .is_some_and(|t| t.kind.iter().any(|k| k == "cdylib"))
-        {
-            found = message
-                .filenames
-                .into_iter()
-                .find(|f| f.extension().is_some_and(|e| e == "wasm"))
-                .or(found);
-        }
-    }
-    found.ok_or_else(|| {
-        Failure::BadInput(
-            "the build made no component: the package needs `crate-type = [\"cdylib\"]` (as `atrium init` writes)"
-                .to_owned(),
-        )
-    })
-}
-
-/// A `cargo` command: the one that runs this tool when cargo does (`CARGO`), else the PATH's.
-pub(crate) fn cargo() -> std::process::Command {
-    std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-}
-
-/// A line of cargo's JSON messages (the fields used).
-#[derive(serde::Deserialize)]
-struct CargoMessage {
-    reason: String,
-    #[serde(default)]
-    target: Option<CargoTarget>,
-    #[serde(default)]
-    filenames: Vec<PathBuf>,
-}
-
-#[derive(serde::Deserialize)]
-struct CargoTarget {
-    kind: Vec<String>,
-}
-
-/// `cargo metadata`'s answer (the fields used).
-#[derive(serde::Deserialize)]
-struct CargoMetadata {
-    target_directory: PathBuf,
-    packages: Vec<CargoPackage>,
-    #[serde(default)]
-    workspace_members: Vec<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct CargoPackage {
-    id: String,
-    manifest_path: PathBuf,
-    targets: Vec<CargoLib>,
-}
-
-#[derive(serde::Deserialize)]
-struct CargoLib {
-    name: String,
-    kind: Vec<String>,
-}
-
-/// The component the last release build of the project in `dir` left.
-fn built_component(dir: &Path) -> Result<PathBuf, Failure> {
-    let output = cargo()
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(dir)
-        .output()
-        .map_err(|e| Failure::BadInput(format!("cannot run cargo metadata: {e}")))?;
-    if !output.status.success() {
-        return Err(Failure::BadInput(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    let metadata: CargoMetadata = serde_json::from_slice(&output.stdout).map_err(|e| {
-        Failure::BadInput(format!("cargo metadata's answer is not understood: {e}"))
-    })?;
-    let own =
-        std::fs::canonicalize(dir.join("Cargo.toml")).unwrap_or_else(|_| dir.join("Cargo.toml"));
-    let package = metadata
-        .packages
-        .iter()
-        .find(|p| std::fs::canonicalize(&p.manifest_path).is_ok_and(|m| m == own))
-        .or_else(|| {
-            metadata
-                .packages
-                .iter()
-                .find(|p| metadata.workspace_members.contains(&p.id))
-        })
-        .ok_or_else(|| Failure::BadInput("cargo metadata names no package here".to_owned()))?;
-    let lib = package
-        .targets
-        .iter()
-        .find(|t| t.kind.iter().any(|k| k == "cdylib"))
-        .ok_or_else(|| {
-            Failure::BadInput(
-                "the package has no cdylib target: add `crate-type = [\"cdylib\"]` under [lib]"
-                    .to_owned(),
-            )
-        })?;
-    let path = metadata
-        .target_directory
-        .join("wasm32-wasip2")
-        .join("release")
-        .join(format!("{}.wasm", lib.name.replace('-', "_")));
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(Failure::BadInput(format!(
-            "there is no built component at {}: deploy without --skip-build",
-            path.display()
-        )))
-    }
 }
 
 /// The registration's multipart body: the manifest, the component, every `app_docs/` file and

@@ -254,7 +254,15 @@ async fn load_off_runtime(dev: &Arc<Dev>, component: PathBuf) -> Result<App, Str
 async fn build_and_load(dev: &Arc<Dev>) -> Result<App, String> {
     println!("Building the component ...");
     let dir = dev.dir.clone();
-    let built = tokio::task::spawn_blocking(move || crate::deploy::cargo_build(&dir))
+    let built = tokio::task::spawn_blocking(move || {
+        let lang = crate::build::Lang::of(&dir).ok_or_else(|| {
+            crate::client::Failure::BadInput(format!(
+                "{} has no Cargo.toml, package.json, pyproject.toml or app.py: pass --component FILE",
+                dir.display()
+            ))
+        })?;
+        crate::build::component(&dir, lang)
+    })
         .await
         .map_err(|e| format!("the build stopped: {e}"))?;
     let path = built.map_err(|f| match f {
@@ -301,13 +309,26 @@ async fn fingerprint_of(paths: Vec<PathBuf>) -> Vec<(PathBuf, u64, Option<System
         .unwrap_or_default()
 }
 
-/// The files whose change rebuilds the component.
+/// The files whose change rebuilds the component: `src/`, the manifest and the project files
+/// of every language (a missing one counts as nothing), and a Python project's top-level
+/// modules.
 fn sources(dir: &Path) -> Vec<PathBuf> {
-    vec![
+    let mut paths = vec![
         dir.join("src"),
-        dir.join("Cargo.toml"),
         dir.join(DEFAULT_MANIFEST),
-    ]
+        dir.join("Cargo.toml"),
+        dir.join("package.json"),
+        dir.join("pyproject.toml"),
+    ];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        paths.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "py")),
+        );
+    }
+    paths
 }
 
 /// Polls the bundle and the sources twice a second: a bundle change reloads the page, a

@@ -1,8 +1,10 @@
 //! `atrium doctor`: the five checks of the spec, adapted to components. Login (a token for
 //! the platform, and `/api/dev/me` answering 200; `publish_allowed=false` is a warning), the
-//! build toolchain (cargo and the wasm32-wasip2 target), the registry credential (the
-//! platform's registry accepts the token), the SDK (the project depends on an `atrium-sdk`
-//! compatible with this tool), the manifest (present and valid). Exit 1 when a check failed,
+//! build toolchain of the project's language (cargo and the wasm32-wasip2 target; Python 3.10
+//! or later with componentize-py; Node.js 20 or later), the registry credential (the
+//! platform's registry accepts the token), the SDK (the project uses an Atrium SDK compatible
+//! with this tool: `atrium-sdk` for Rust and Python, `@atrium/sdk` for TypeScript), the manifest
+//! (present and valid). Exit 1 when a check failed,
 //! else 0 (warnings allowed).
 
 use std::path::{Path, PathBuf};
@@ -10,6 +12,7 @@ use std::process::{Command, ExitCode};
 
 use atrium_server::views::{AppList, Me};
 
+use crate::build::Lang;
 use crate::client::{Client, Failure, Target};
 use crate::lint::DEFAULT_MANIFEST;
 
@@ -53,9 +56,10 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let mut failed = false;
     failed |= show("login", &login);
-    failed |= show("build toolchain", &toolchain());
+    let lang = Lang::of(&project).unwrap_or(Lang::Rust);
+    failed |= show("build toolchain", &toolchain(lang));
     failed |= show("registry credential", &registry);
-    failed |= show("SDK", &sdk(&project));
+    failed |= show("SDK", &sdk(&project, lang));
     failed |= show("manifest", &manifest(&args.manifest));
     if failed {
         println!("doctor: a check failed");
@@ -119,9 +123,52 @@ async fn platform_checks(target: &Target) -> (Outcome, Outcome) {
     (login, registry)
 }
 
+/// The first line a command prints, when it runs and succeeds.
+fn first_line(command: &mut Command) -> Option<String> {
+    let out = command.output().ok().filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(text.lines().next().unwrap_or("").trim().to_owned())
+}
+
+/// The toolchain of the project's language.
+fn toolchain(lang: Lang) -> Outcome {
+    match lang {
+        Lang::Rust => rust_toolchain(),
+        Lang::Python => {
+            let python = std::env::var_os("ATRIUM_PYTHON").unwrap_or_else(|| "python3".into());
+            let script = "import sys, componentize_py; print('Python %d.%d' % sys.version_info[:2]) if sys.version_info >= (3, 10) else sys.exit('Python %d.%d is older than 3.10' % sys.version_info[:2])";
+            match first_line(Command::new(&python).args(["-c", script])) {
+                Some(version) => Outcome::Ok(format!("{version} with componentize-py")),
+                None => Outcome::Failed(format!(
+                    "{} must be Python 3.10 or later with componentize-py: pip install componentize-py==0.25.1",
+                    python.to_string_lossy()
+                )),
+            }
+        }
+        Lang::TypeScript => match first_line(Command::new("node").arg("--version")) {
+            Some(version) => {
+                let major: u32 = version
+                    .trim_start_matches('v')
+                    .split('.')
+                    .next()
+                    .and_then(|m| m.parse().ok())
+                    .unwrap_or(0);
+                if major >= 20 {
+                    Outcome::Ok(format!("Node.js {version}"))
+                } else {
+                    Outcome::Failed(format!(
+                        "Node.js {version} is older than 20, which the TypeScript SDK needs"
+                    ))
+                }
+            }
+            None => Outcome::Failed("node does not run: install Node.js 20 or later".to_owned()),
+        },
+    }
+}
+
 /// cargo runs, and the compiler has the wasm32-wasip2 standard library.
-fn toolchain() -> Outcome {
-    let version = match crate::deploy::cargo().arg("--version").output() {
+fn rust_toolchain() -> Outcome {
+    let version = match crate::build::cargo().arg("--version").output() {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
         _ => {
             return Outcome::Failed(
@@ -175,15 +222,63 @@ fn compatible(sdk: &str, tool: &str) -> bool {
     }
 }
 
+/// The SDK version the project uses, and whether it is compatible with this tool.
+fn sdk_version(name: &str, version: &str) -> Outcome {
+    let tool = env!("CARGO_PKG_VERSION");
+    if compatible(version, tool) {
+        Outcome::Ok(format!("{name} {version} (this tool is {tool})"))
+    } else {
+        Outcome::Failed(format!(
+            "{name} {version} does not match this tool ({tool}): use the SDK of the same release"
+        ))
+    }
+}
+
+/// The project uses an SDK of its language that resolves and is compatible.
+fn sdk(project: &Path, lang: Lang) -> Outcome {
+    match lang {
+        Lang::Rust => rust_sdk(project),
+        Lang::Python => {
+            let python = std::env::var_os("ATRIUM_PYTHON").unwrap_or_else(|| "python3".into());
+            match first_line(
+                Command::new(&python)
+                    .args(["-c", "import atrium_sdk; print(atrium_sdk.__version__)"])
+                    .current_dir(project),
+            ) {
+                Some(version) => sdk_version("atrium-sdk (Python)", &version),
+                None => Outcome::Failed(format!(
+                    "{} cannot import atrium_sdk: pip install {}",
+                    python.to_string_lossy(),
+                    crate::build::sdk_source("python").display()
+                )),
+            }
+        }
+        Lang::TypeScript => {
+            let package = project.join("node_modules/@atrium/sdk/package.json");
+            let version = std::fs::read(&package)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v["version"].as_str().map(str::to_owned));
+            match version {
+                Some(version) => sdk_version("@atrium/sdk", &version),
+                None => Outcome::Failed(format!(
+                    "{} is missing: run `npm install` (the project depends on @atrium/sdk)",
+                    package.display()
+                )),
+            }
+        }
+    }
+}
+
 /// The project depends on an `atrium-sdk` that resolves and is compatible.
-fn sdk(project: &Path) -> Outcome {
+fn rust_sdk(project: &Path) -> Outcome {
     if !project.join("Cargo.toml").is_file() {
         return Outcome::Failed(format!(
             "{} has no Cargo.toml: `atrium init` makes a project that depends on the SDK",
             project.display()
         ));
     }
-    let out = crate::deploy::cargo()
+    let out = crate::build::cargo()
         .args(["metadata", "--format-version", "1"])
         .current_dir(project)
         .output();
@@ -200,15 +295,8 @@ fn sdk(project: &Path) -> Outcome {
     let Ok(metadata) = serde_json::from_slice::<Metadata>(&out.stdout) else {
         return Outcome::Failed("cargo metadata's answer is not understood".to_owned());
     };
-    let tool = env!("CARGO_PKG_VERSION");
     match metadata.packages.iter().find(|p| p.name == "atrium-sdk") {
-        Some(p) if compatible(&p.version, tool) => {
-            Outcome::Ok(format!("atrium-sdk {} (this tool is {tool})", p.version))
-        }
-        Some(p) => Outcome::Failed(format!(
-            "atrium-sdk {} does not match this tool ({tool}): use the SDK of the same release",
-            p.version
-        )),
+        Some(p) => sdk_version("atrium-sdk", &p.version),
         None => Outcome::Failed("the project does not depend on atrium-sdk".to_owned()),
     }
 }

@@ -1,12 +1,14 @@
 //! `atrium init <slug>`: a new app project that builds, passes its own tests and deploys as
 //! it is.
 //!
-//! A Rust project (the default `--lang`): the manifest with one tool and one setting, the
-//! handler, native unit tests with the SDK's `TestClient`, `app_docs/user.md`, a template
-//! default, the mock file of `atrium dev`, a CI workflow (lint, test, deploy with
-//! `SERVICE_TOKEN`) and a `web/` bundle wired to the postMessage bridge of `atrium dev`'s
-//! parent shell. The project depends on the Rust SDK by path: `--sdk DIR`, else
-//! `ATRIUM_SDK_PATH`, else the `guest-sdk` of the source tree this `atrium` was built from.
+//! In every language (`--lang rust`, the default, `python` or `typescript`): the manifest with
+//! one tool and one setting, the handler, unit tests with the SDK's `TestClient`,
+//! `app_docs/user.md`, a template default, the mock file of `atrium dev`, a CI workflow (lint,
+//! test, deploy with `SERVICE_TOKEN`) and a `web/` bundle wired to the postMessage bridge of
+//! `atrium dev`'s parent shell. The project depends on its language's SDK by path: `--sdk DIR`,
+//! else under `ATRIUM_SDK_PATH` (the `guest-sdk` directory: the Rust SDK, with the Python SDK
+//! in `python/` and the TypeScript SDK in `typescript/`), else the `guest-sdk` of the source
+//! tree this `atrium` was built from. The files are in `host/cli/scaffold/`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -35,8 +37,8 @@ pub struct Args {
     /// Where to create the project (default: ./<slug>); it must not exist or be empty.
     #[arg(long)]
     directory: Option<PathBuf>,
-    /// The Rust SDK's directory (default: ATRIUM_SDK_PATH, else the guest-sdk of the source
-    /// tree this atrium was built from).
+    /// The language's SDK directory (default: under ATRIUM_SDK_PATH, else under the guest-sdk
+    /// of the source tree this atrium was built from: `.` for Rust, `python/`, `typescript/`).
     #[arg(long, value_name = "DIR")]
     sdk: Option<PathBuf>,
 }
@@ -45,9 +47,9 @@ pub struct Args {
 enum Lang {
     /// Rust, compiled to a WebAssembly component.
     Rust,
-    /// Python (needs the Python guest SDK).
+    /// Python, built into a component with componentize-py.
     Python,
-    /// TypeScript (needs the TypeScript guest SDK).
+    /// TypeScript, built into a component with componentize-js.
     Typescript,
 }
 
@@ -58,7 +60,25 @@ pub fn run(args: &Args) -> ExitCode {
             println!();
             println!("Next:");
             println!("  cd {}", dir.display());
-            println!("  cargo test                   # the handler's unit tests, natively");
+            if !matches!(args.lang, Lang::Rust) {
+                // The SDK validates the manifest with the validator module in the tests too;
+                // `atrium build` finds it by itself.
+                match crate::build::validator_module() {
+                    Ok(path) => println!(
+                        "  export ATRIUM_MANIFEST_VALIDATOR={}   # the SDK's manifest validator",
+                        path.display()
+                    ),
+                    Err(failure) => println!(
+                        "  # set ATRIUM_MANIFEST_VALIDATOR to the manifest validator module: {}",
+                        match failure {
+                            Failure::BadInput(m) | Failure::Platform(m) | Failure::Auth(m) => m,
+                        }
+                    ),
+                }
+            }
+            for line in args.lang.first_steps() {
+                println!("  {line}");
+            }
             println!("  atrium lint                  # the manifest, templates and docs");
             println!("  atrium dev                   # the web/ bundle in a local parent shell");
             println!("  atrium login --platform URL --token TOKEN");
@@ -83,25 +103,144 @@ fn display_name(slug: &str) -> String {
         .join(" ")
 }
 
-/// The Rust SDK's directory.
-fn sdk_dir(flag: Option<&Path>) -> Result<PathBuf, Failure> {
-    let chosen = flag
-        .map(Path::to_path_buf)
-        .or_else(|| {
-            std::env::var_os("ATRIUM_SDK_PATH")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../guest-sdk")));
+impl Lang {
+    /// The SDK's directory under the `guest-sdk` directory, and the file that marks it.
+    fn sdk_layout(self) -> (&'static str, &'static str) {
+        match self {
+            Lang::Rust => (".", "Cargo.toml"),
+            Lang::Python => ("python", "pyproject.toml"),
+            Lang::Typescript => ("typescript", "package.json"),
+        }
+    }
+
+    /// What to run first in the new project, with a comment each.
+    fn first_steps(self) -> &'static [&'static str] {
+        match self {
+            Lang::Rust => &["cargo test                   # the handler's unit tests, natively"],
+            Lang::Python => &[
+                "pip install -e .             # the SDK and componentize-py (a virtualenv is wise)",
+                "python -m pytest             # the handler's unit tests, natively",
+            ],
+            Lang::Typescript => &[
+                "npm install --install-links  # a copy of the SDK, esbuild and componentize-js",
+                "npm test                     # the handler's unit tests, on Node.js",
+            ],
+        }
+    }
+
+    /// The project's files: path in the project, then the template.
+    fn files(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Lang::Rust => &[
+                ("Cargo.toml", include_str!("../scaffold/rust/Cargo.toml.in")),
+                ("rust-toolchain.toml", "{{toolchain}}"),
+                (".gitignore", include_str!("../scaffold/rust/.gitignore")),
+                ("src/lib.rs", include_str!("../scaffold/rust/src/lib.rs")),
+                (
+                    ".github/workflows/deploy.yml",
+                    include_str!("../scaffold/rust/.github/workflows/deploy.yml"),
+                ),
+                ("README.md", include_str!("../scaffold/rust/README.md")),
+            ],
+            Lang::Python => &[
+                (
+                    "pyproject.toml",
+                    include_str!("../scaffold/python/pyproject.toml"),
+                ),
+                (".gitignore", include_str!("../scaffold/python/.gitignore")),
+                ("app.py", include_str!("../scaffold/python/app.py")),
+                (
+                    "test_app.py",
+                    include_str!("../scaffold/python/test_app.py"),
+                ),
+                (
+                    ".github/workflows/deploy.yml",
+                    include_str!("../scaffold/python/.github/workflows/deploy.yml"),
+                ),
+                ("README.md", include_str!("../scaffold/python/README.md")),
+            ],
+            Lang::Typescript => &[
+                (
+                    "package.json",
+                    include_str!("../scaffold/typescript/package.json"),
+                ),
+                (
+                    "tsconfig.json",
+                    include_str!("../scaffold/typescript/tsconfig.json"),
+                ),
+                (
+                    ".gitignore",
+                    include_str!("../scaffold/typescript/.gitignore"),
+                ),
+                (
+                    "src/app.ts",
+                    include_str!("../scaffold/typescript/src/app.ts"),
+                ),
+                (
+                    "test/app.test.ts",
+                    include_str!("../scaffold/typescript/test/app.test.ts"),
+                ),
+                (
+                    ".github/workflows/deploy.yml",
+                    include_str!("../scaffold/typescript/.github/workflows/deploy.yml"),
+                ),
+                (
+                    "README.md",
+                    include_str!("../scaffold/typescript/README.md"),
+                ),
+            ],
+        }
+    }
+}
+
+/// The files of every project, whatever its language.
+const COMMON: &[(&str, &str)] = &[
+    (
+        "atrium.app.yaml",
+        include_str!("../scaffold/common/atrium.app.yaml"),
+    ),
+    (
+        "atrium.dev.json",
+        include_str!("../scaffold/common/atrium.dev.json"),
+    ),
+    (
+        "app_docs/user.md",
+        include_str!("../scaffold/common/app_docs/user.md"),
+    ),
+    (
+        "defaults/templates/note.json",
+        include_str!("../scaffold/common/defaults/templates/note.json"),
+    ),
+    (
+        "web/index.html",
+        include_str!("../scaffold/common/web/index.html"),
+    ),
+    ("web/app.js", include_str!("../scaffold/common/web/app.js")),
+    (
+        "web/style.css",
+        include_str!("../scaffold/common/web/style.css"),
+    ),
+];
+
+/// The language's SDK directory.
+fn sdk_dir(lang: Lang, flag: Option<&Path>) -> Result<PathBuf, Failure> {
+    let (sub, marker) = lang.sdk_layout();
+    let chosen = flag.map(Path::to_path_buf).unwrap_or_else(|| {
+        std::env::var_os("ATRIUM_SDK_PATH")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| crate::build::sdk_source("rust"), PathBuf::from)
+            .join(sub)
+    });
     let dir = std::fs::canonicalize(&chosen).map_err(|_| {
         Failure::BadInput(format!(
-            "the Rust SDK is not at {}: pass --sdk DIR (the guest-sdk directory of an Atrium source tree) or set ATRIUM_SDK_PATH",
-            chosen.display()
+            "the SDK is not at {}: pass --sdk DIR (the {} directory of an Atrium source tree) or set ATRIUM_SDK_PATH to its guest-sdk directory",
+            chosen.display(),
+            if sub == "." { "guest-sdk".to_owned() } else { format!("guest-sdk/{sub}") }
         ))
     })?;
-    if !dir.join("Cargo.toml").is_file() {
+    if !dir.join(marker).is_file() {
         return Err(Failure::BadInput(format!(
-            "{} has no Cargo.toml: pass --sdk DIR naming the guest-sdk directory",
+            "{} has no {marker}: pass --sdk DIR naming the SDK's directory",
             dir.display()
         )));
     }
@@ -116,22 +255,6 @@ fn yaml_string(text: &str) -> String {
 fn init(args: &Args) -> Result<PathBuf, Failure> {
     let slug = &args.slug;
     crate::apps::check_slug(slug)?;
-    match args.lang {
-        Lang::Rust => {}
-        Lang::Python | Lang::Typescript => {
-            return Err(Failure::BadInput(format!(
-                "--lang {}: this atrium has no {} guest SDK yet; use --lang rust",
-                match args.lang {
-                    Lang::Python => "python",
-                    _ => "typescript",
-                },
-                match args.lang {
-                    Lang::Python => "Python",
-                    _ => "TypeScript",
-                },
-            )));
-        }
-    }
     let name = args.name.clone().unwrap_or_else(|| display_name(slug));
     if name.trim().is_empty() || name.chars().count() > 80 {
         return Err(Failure::BadInput(
@@ -161,7 +284,7 @@ fn init(args: &Args) -> Result<PathBuf, Failure> {
             )));
         }
     }
-    let sdk = sdk_dir(args.sdk.as_deref())?;
+    let sdk = sdk_dir(args.lang, args.sdk.as_deref())?;
     let crate_name = slug.replace('-', "_");
     let fill = |template: &str| {
         template
@@ -169,27 +292,16 @@ fn init(args: &Args) -> Result<PathBuf, Failure> {
             .replace("{{crate}}", &crate_name)
             .replace("{{name}}", &name)
             .replace("{{name_yaml}}", &yaml_string(&name))
+            .replace(
+                "{{name_json}}",
+                &serde_json::to_string(&name).unwrap_or_default(),
+            )
             .replace("{{description_yaml}}", &yaml_string(&args.description))
             .replace("{{owner}}", &args.github_owner.to_lowercase())
             .replace("{{sdk}}", &sdk.display().to_string().replace('\\', "/"))
             .replace("{{toolchain}}", TOOLCHAIN)
     };
-    let files: [(&str, &str); 13] = [
-        ("Cargo.toml", CARGO_TOML),
-        ("rust-toolchain.toml", "{{toolchain}}"),
-        (".gitignore", GITIGNORE),
-        ("atrium.app.yaml", MANIFEST),
-        ("atrium.dev.json", DEV_MOCKS),
-        ("src/lib.rs", LIB_RS),
-        ("app_docs/user.md", USER_MD),
-        ("defaults/templates/note.json", TEMPLATE),
-        (".github/workflows/deploy.yml", WORKFLOW),
-        ("web/index.html", INDEX_HTML),
-        ("web/app.js", APP_JS),
-        ("web/style.css", STYLE_CSS),
-        ("README.md", README),
-    ];
-    for (path, template) in files {
+    for (path, template) in COMMON.iter().chain(args.lang.files()) {
         let target = dir.join(path);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).map_err(|e| {
@@ -205,272 +317,3 @@ fn init(args: &Args) -> Result<PathBuf, Failure> {
 /// The toolchain file of this source tree: the scaffold builds with the same compiler and
 /// gets the wasm32-wasip2 target from rustup.
 const TOOLCHAIN: &str = include_str!("../../../rust-toolchain.toml");
-
-const CARGO_TOML: &str = r#"[package]
-name = "{{slug}}"
-version = "0.1.0"
-edition = "2024"
-publish = false
-
-[lib]
-# cdylib: the WebAssembly component `atrium deploy` builds; rlib: the native unit tests.
-crate-type = ["cdylib", "rlib"]
-
-[dependencies]
-atrium-sdk = { path = "{{sdk}}" }
-serde = { version = "1", features = ["derive"] }
-serde_json = "1"
-
-[profile.release]
-opt-level = "s"
-lto = true
-codegen-units = 1
-strip = true
-
-# A project of its own, even inside another Cargo workspace.
-[workspace]
-"#;
-
-const GITIGNORE: &str = "/target\n/dist\n";
-
-const MANIFEST: &str = r#"# The app's manifest (docs/manifest.md in the Atrium source tree has every field).
-apiVersion: platform/v2
-app_id: {{slug}}
-version: 0.1.0
-name: {{name_yaml}}
-description: {{description_yaml}}
-runtime:
-  image: ghcr.io/{{owner}}/{{slug}}:0.1.0
-install_settings:
-  - id: greeting
-    type: string
-    label: Greeting
-    description: How the app greets people.
-    default: Hello
-tools:
-  - name: greet
-    description: Greets someone by name, with the install's greeting.
-    scopes_required: []
-"#;
-
-const DEV_MOCKS: &str = r#"{
-  "records.query": {"ok": true, "result": []}
-}
-"#;
-
-const LIB_RS: &str = r#"//! {{name}}: an Atrium app.
-//!
-//! `greet` answers with the install's `greeting` setting. `cargo test` runs the handler
-//! natively against the SDK's test client; `atrium deploy` builds the component.
-
-use atrium_sdk::{App, Ctx, Error, ManifestInfo, RegistrationError};
-use serde::Deserialize;
-use serde_json::{Value, json};
-
-static MANIFEST: ManifestInfo = atrium_sdk::manifest!("atrium.app.yaml");
-
-#[derive(Deserialize)]
-struct GreetArgs {
-    name: String,
-}
-
-fn greet(ctx: &Ctx<'_>, args: GreetArgs) -> Result<Value, Error> {
-    let name = args.name.trim();
-    if name.is_empty() {
-        return Err(Error::invalid_input("`name` is empty"));
-    }
-    let greeting = ctx
-        .config
-        .get_as::<String>("greeting")
-        .unwrap_or_else(|| "Hello".into());
-    Ok(json!({"message": format!("{greeting}, {name}!")}))
-}
-
-/// Builds the app: its tools and handlers, checked against the manifest.
-pub fn app() -> Result<App, RegistrationError> {
-    let mut app = App::new(&MANIFEST);
-    app.tool("greet", greet)?;
-    Ok(app)
-}
-
-atrium_sdk::export!(app);
-
-#[cfg(test)]
-mod tests {
-    use super::app;
-    use atrium_sdk::HandlerError;
-    use atrium_sdk::testing::TestClient;
-    use serde_json::json;
-
-    #[test]
-    fn greet_uses_the_install_greeting() {
-        let client = TestClient::new(app()).unwrap().setting("greeting", json!("Welcome"));
-        let result = client.call_tool("greet", json!({"name": "Ada"})).unwrap();
-        assert_eq!(result["message"], "Welcome, Ada!");
-    }
-
-    #[test]
-    fn greet_refuses_an_empty_name() {
-        let client = TestClient::new(app()).unwrap();
-        let err = client.call_tool("greet", json!({"name": " "})).unwrap_err();
-        assert!(matches!(err, HandlerError::InvalidInput(_)), "{err:?}");
-    }
-}
-"#;
-
-const USER_MD: &str = r"# {{name}}
-
-{{name}} greets people by name.
-
-## Settings
-
-- **Greeting**: the word it greets with (default: Hello).
-";
-
-const TEMPLATE: &str = r##"{
-  "slug": "note",
-  "name": "Note",
-  "description": "A short note.",
-  "sections": [{"type": "markdown", "id": "body", "content": "# Note"}],
-  "metadata": {}
-}
-"##;
-
-const WORKFLOW: &str = r#"# Lint, test and deploy on every push to main. Set the repository variables ATRIUM_GIT (the
-# Atrium source repository: its developer tool and Rust SDK are built from source) and
-# ATRIUM_REF (the tag or commit to build, pinned), and the secrets ATRIUM_PLATFORM_URL (the
-# platform's address) and SERVICE_TOKEN (a developer token). The token reaches the deploy step
-# only, never the build or the tests.
-name: deploy
-on:
-  push:
-    branches: [main]
-  pull_request:
-jobs:
-  deploy:
-    runs-on: ubuntu-latest
-    env:
-      ATRIUM_GIT: ${{ vars.ATRIUM_GIT }}
-      ATRIUM_REF: ${{ vars.ATRIUM_REF }}
-    steps:
-      - uses: actions/checkout@v4
-      - name: Toolchain (rust-toolchain.toml, with the wasm32-wasip2 target)
-        run: rustup show
-      - name: Atrium's developer tool and Rust SDK
-        run: |
-          git clone --depth 1 --branch "$ATRIUM_REF" "$ATRIUM_GIT" "$RUNNER_TEMP/atrium"
-          cargo install --locked --path "$RUNNER_TEMP/atrium/host/cli"
-          sed -i "s|^atrium-sdk = { path = .* }|atrium-sdk = { path = \"$RUNNER_TEMP/atrium/guest-sdk\" }|" Cargo.toml
-      - name: Lint (locally: the platform's preflight runs in the deploy step)
-        run: atrium lint --offline
-      - name: Test
-        run: cargo test
-      - name: Deploy
-        if: github.event_name == 'push'
-        env:
-          ATRIUM_PLATFORM_URL: ${{ secrets.ATRIUM_PLATFORM_URL }}
-          SERVICE_TOKEN: ${{ secrets.SERVICE_TOKEN }}
-        run: atrium deploy
-"#;
-
-const INDEX_HTML: &str = r#"<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>{{name}}</title>
-  <link rel="stylesheet" href="style.css">
-</head>
-<body>
-  <main>
-    <h1>{{name}}</h1>
-    <form id="greet">
-      <label>Name <input name="name" required autocomplete="off"></label>
-      <button type="submit">Greet</button>
-    </form>
-    <p id="answer" role="status"></p>
-  </main>
-  <script src="app.js"></script>
-</body>
-</html>
-"#;
-
-const APP_JS: &str = r#"// The bundle talks to its parent (the workspace, or `atrium dev`'s shell) by postMessage:
-//   to the parent:   {type: "atrium:ready"}
-//                    {type: "atrium:call-tool", id, name, args}
-//   from the parent: {type: "atrium:init", theme, appId, tenantId}
-//                    {type: "atrium:theme", theme}            ("light" or "dark")
-//                    {type: "atrium:tool-result", id, ok, result} or {..., ok: false, error}
-const pending = new Map();
-let nextId = 1;
-// The parent's origin, learnt from its `atrium:init`: messages go only there, and only its
-// messages are heard.
-let parentOrigin = null;
-
-function callTool(name, args) {
-  if (parentOrigin === null) {
-    return Promise.reject({ decision: "not_ready", message: "the parent has not answered yet" });
-  }
-  const id = String(nextId++);
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
-    window.parent.postMessage({ type: "atrium:call-tool", id, name, args }, parentOrigin);
-  });
-}
-
-function applyTheme(theme) {
-  document.documentElement.dataset.theme = theme === "dark" ? "dark" : "light";
-}
-
-window.addEventListener("message", (event) => {
-  if (event.source !== window.parent) return;
-  const message = event.data || {};
-  if (message.type === "atrium:init" && parentOrigin === null) parentOrigin = event.origin;
-  if (event.origin !== parentOrigin) return;
-  if (message.type === "atrium:init" || message.type === "atrium:theme") {
-    applyTheme(message.theme);
-  } else if (message.type === "atrium:tool-result" && pending.has(message.id)) {
-    const { resolve, reject } = pending.get(message.id);
-    pending.delete(message.id);
-    if (message.ok) resolve(message.result);
-    else reject(message.error || { decision: "error", message: "the call failed" });
-  }
-});
-
-document.getElementById("greet").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const answer = document.getElementById("answer");
-  const name = new FormData(event.target).get("name");
-  try {
-    const result = await callTool("greet", { name });
-    answer.textContent = result.message;
-  } catch (error) {
-    answer.textContent = `${error.decision}: ${error.message}`;
-  }
-});
-
-window.parent.postMessage({ type: "atrium:ready" }, "*");
-"#;
-
-const STYLE_CSS: &str = r#":root { color-scheme: light; --bg: #ffffff; --fg: #1d1d1f; --accent: #3b5bdb; }
-:root[data-theme="dark"] { color-scheme: dark; --bg: #16171a; --fg: #ececf1; --accent: #91a7ff; }
-body { margin: 0; font: 16px/1.5 system-ui, sans-serif; background: var(--bg); color: var(--fg); }
-main { max-width: 32rem; margin: 2rem auto; padding: 0 1rem; }
-button { background: var(--accent); color: var(--bg); border: 0; border-radius: 4px; padding: 0.4rem 0.9rem; }
-"#;
-
-const README: &str = r"# {{name}}
-
-An Atrium app.
-
-```sh
-cargo test          # the handler's unit tests, natively
-atrium lint         # the manifest, templates and docs
-atrium dev          # the web/ bundle in a local parent shell, tools answered by the component
-atrium deploy       # build the component, register the version, upload web/, promote
-```
-
-`atrium.app.yaml` is the manifest, `src/lib.rs` the handler, `app_docs/` the user's
-documentation, `defaults/templates/` the document templates the app ships, `atrium.dev.json`
-the mocked platform tools of `atrium dev`, `web/` the frontend bundle.
-";

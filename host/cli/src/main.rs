@@ -5,6 +5,7 @@
 
 mod account;
 mod apps;
+mod build;
 mod call;
 mod client;
 mod demo;
@@ -96,6 +97,10 @@ enum Command {
     /// Exit codes: 0 deployed, 1 bad input (a manifest or preflight error, a failed build), 2
     /// a platform error, 3 no token or a refused one.
     Deploy(deploy::Args),
+    /// Build the component of an app project (Rust, Python or TypeScript) and print its path.
+    ///
+    /// Exit codes: 0 built, 1 the build failed or the project has no component to build.
+    Build(build::Args),
     /// Run the app locally: its web bundle with live reload in a parent shell that speaks the
     /// postMessage bridge, its tools answered by the component against the mock file, a
     /// rebuild when the source changes.
@@ -141,6 +146,7 @@ fn main() -> ExitCode {
         Command::Logout(args) => account::logout(&args),
         Command::Apps(args) => apps::run(&args),
         Command::Deploy(args) => deploy::run(&args),
+        Command::Build(args) => build::run(&args),
         Command::Dev(args) => dev::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Upgrade(args) => apps::upgrade(&args),

@@ -2,7 +2,8 @@
 //!
 //! The build script compiles the examples and the test guests to `wasm32-wasip2`; each
 //! constant names a component file, each `*_MANIFEST` its manifest. [`pdf`] writes PDF
-//! fixtures; [`python`] installs the Python packages some tests run; [`oidc`] runs a fake
+//! fixtures; [`python`] installs the Python packages some tests run; [`sdk`] builds Python and
+//! TypeScript apps with their SDKs; [`oidc`] runs a fake
 //! OpenID Connect provider; [`s3`] runs a real S3 server; [`browser`] drives a real Chromium.
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
@@ -10,6 +11,7 @@ include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 pub mod browser;
 pub mod oidc;
 pub mod s3;
+pub mod sdk;
 
 /// Python packages from PyPI, for the tests that run a real client or server written in Python.
 pub mod python {

@@ -10,6 +10,7 @@ mod keys;
 mod lint;
 mod registry;
 mod scaffold;
+mod sdks;
 mod serve;
 mod tenants;
 

@@ -9,3 +9,4 @@ mod imports;
 mod isolation;
 mod limits;
 mod loading;
+mod sdks;

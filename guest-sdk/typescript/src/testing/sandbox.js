@@ -1,0 +1,66 @@
+// The host's sandbox rules for the test backend: what the host checks on every call an app
+// makes into the platform, run by the host's own code (`atrium_manifest::sandbox`, exported
+// by the validator module as `atrium_sandbox`), so that a test fails exactly where the real
+// host would refuse, with the same decision and the same words. Never a second
+// implementation; only the egress host match, which the module does not export, is here.
+
+import { AgentCallError, ToolCallError } from '../errors.js';
+import { sandboxCheck } from '../validator.js';
+
+/** The checks for one app's manifest (its text, as the app embeds it). */
+export function sandboxFor(manifestText) {
+  const run = (chain, publicRoute, check) => {
+    const outcome = sandboxCheck({
+      manifest: manifestText,
+      chain: chain ? { depth: chain.depth, visited: chain.visited } : undefined,
+      public_route: publicRoute === true,
+      check,
+    });
+    if ('ok' in outcome) return outcome.ok;
+    if (outcome.tool_refusal) {
+      const r = outcome.tool_refusal;
+      throw new ToolCallError({ toolName: r.tool_name, decision: r.decision, message: r.message, neededScopes: r.needed_scopes });
+    }
+    if (outcome.agent_refusal) throw new AgentCallError({ reason: outcome.agent_refusal.reason });
+    if (outcome.refusal !== undefined) throw new Error(outcome.refusal);
+    throw new Error(`the sandbox checks failed: ${outcome.error ?? JSON.stringify(outcome)}`);
+  };
+  return {
+    /** `tools.call`: the arguments object (they must be a JSON object). */
+    toolArguments: (tool, args) => run(null, false, { kind: 'tool_arguments', tool, args }),
+    /** `tools.call`: the install holds every scope the tool needs. */
+    toolScopes: (tool, needs, granted) => run(null, false, { kind: 'tool_scopes', tool, needs, granted }),
+    /** `rooms.post`: `{sender_ref, sender_display, metadata}`. */
+    roomPost: (fromAgent, content, metadata) =>
+      run(null, false, { kind: 'room_post', from_agent: fromAgent, content, metadata: metadata ?? undefined }),
+    /** `commitments.add`. */
+    commitment: (title, fromAgent, dueAt) =>
+      run(null, false, { kind: 'commitment', title, from_agent: fromAgent, due_at: dueAt ?? undefined }),
+    /** `team.delegate`. */
+    delegate: (chain, publicRoute, target, fromAgent) => run(chain, publicRoute, { kind: 'delegate', target, from_agent: fromAgent }),
+    /** `apps.invoke`. */
+    invoke: (chain, publicRoute, app, agent) => run(chain, publicRoute, { kind: 'invoke', app, agent }),
+    /** `apps.fetch`: `{method, chain}`. */
+    fetch: (chain, path, method) => run(chain, false, { kind: 'fetch', path, method }),
+    /** `events.emit`: `{payload, chain}`. */
+    emit: (chain, publicRoute, name, payload) => run(chain, publicRoute, { kind: 'emit', name, payload }),
+    /** `agent.ask`: `{agent, chain}` (the default agent without one). */
+    ask: (chain, agent) => run(chain, false, { kind: 'ask', agent: agent ?? undefined }),
+    /** `context.public-callback-url`: throws the refusal's sentence. */
+    publicCallbackPath: (path) => run(null, false, { kind: 'public_callback_path', path }),
+    /** The canonical keys a room message mentions. */
+    extractMentions: (content) => run(null, false, { kind: 'extract_mentions', content }),
+  };
+}
+
+/**
+ * Outbound HTTP: whether `network.egress_hosts` allows `host` (an exact name, or `*.example.com`
+ * for its subdomains, case-insensitive), as the host's `EgressPolicy` decides.
+ */
+export function egressAllows(hosts, host) {
+  const wanted = host.replace(/\.+$/, '').toLowerCase().replace(/^\[/, '').replace(/\]$/, '');
+  return hosts.some((entry) => {
+    const h = entry.trim().replace(/\.+$/, '').toLowerCase();
+    return h.startsWith('*.') ? wanted.endsWith(h.slice(1)) : h === wanted;
+  });
+}

@@ -1,0 +1,257 @@
+//! The Python and TypeScript SDKs: their own test suites and their example's (pytest and
+//! node's test runner, run here so that the workspace's test command runs them), and
+//! `atrium init --lang python|typescript` projects that pass their tests, build into components
+//! with `atrium build`, and answer a tool call through the real runtime with `atrium call`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use atrium_test_artifacts::sdk;
+use serde_json::{Value, json};
+
+use crate::developer::exits;
+use crate::{Atrium, stderr, stdout};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[track_caller]
+fn succeeds(what: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        stdout(out),
+        stderr(out)
+    );
+}
+
+fn with_env(mut command: Command, env: &[(&'static str, OsString)]) -> Command {
+    command.envs(env.iter().map(|(k, v)| (*k, v)));
+    command
+}
+
+#[test]
+fn the_python_sdk_and_the_python_invoice_desk_pass_their_own_tests() {
+    let mut command = with_env(Command::new("python3"), &sdk::python_env());
+    let out = command
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(sdk::python_sdk().join("tests"))
+        .arg(root().join("examples/invoices-py"))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    succeeds("pytest", &out);
+    assert!(stdout(&out).contains(" passed"), "{}", stdout(&out));
+}
+
+#[test]
+fn the_typescript_sdk_and_the_typescript_invoice_desk_pass_their_own_tests() {
+    let env = sdk::node_env();
+    let out = with_env(Command::new("node"), &env)
+        .arg("--test")
+        .arg(sdk::typescript_sdk().join("test"))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    succeeds("node --test (the SDK)", &out);
+    let example = root().join("examples/invoices-ts");
+    let out = with_env(Command::new("node"), &env)
+        .arg("--import")
+        .arg(sdk::typescript_sdk().join("register.mjs"))
+        .arg("--test")
+        .arg(example.join("test/app.test.ts"))
+        .current_dir(&example)
+        .output()
+        .unwrap();
+    succeeds("node --test (the example)", &out);
+}
+
+/// `atrium call` of the scaffold's `greet` tool on the component `atrium build` made.
+fn greet(atrium: &Atrium, project: &Path, env: &[(&str, &str)]) {
+    let out = atrium.run(project, &["build"], env);
+    exits(&out, 0);
+    let component = project.join("build/app.wasm");
+    assert!(stdout(&out).contains("build/app.wasm"), "{}", stdout(&out));
+    let out = atrium.run(
+        project,
+        &[
+            "call",
+            "--component",
+            component.to_str().unwrap(),
+            "--setting",
+            "greeting=\"Welcome\"",
+            "greet",
+            r#"{"name": "Ada"}"#,
+        ],
+        env,
+    );
+    exits(&out, 0);
+    let answer: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(answer, json!({"message": "Welcome, Ada!"}));
+    let out = atrium.run(
+        project,
+        &[
+            "call",
+            "--component",
+            component.to_str().unwrap(),
+            "greet",
+            r#"{"name": " "}"#,
+        ],
+        env,
+    );
+    exits(&out, 2);
+    assert!(stderr(&out).contains("invalid input"), "{}", stderr(&out));
+}
+
+#[test]
+fn atrium_init_python_makes_a_project_that_tests_builds_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let atrium = Atrium {
+        config_dir: dir.path().join("config"),
+    };
+    let validator = [(
+        "ATRIUM_MANIFEST_VALIDATOR",
+        atrium_test_artifacts::MANIFEST_VALIDATOR,
+    )];
+    let out = atrium.run(
+        dir.path(),
+        &["init", "py-greeter", "--lang", "python"],
+        &validator,
+    );
+    exits(&out, 0);
+    let project = dir.path().join("py-greeter");
+    for file in [
+        "app.py",
+        "test_app.py",
+        "pyproject.toml",
+        "atrium.app.yaml",
+        "web/app.js",
+    ] {
+        assert!(project.join(file).is_file(), "{file}");
+    }
+    let pyproject = std::fs::read_to_string(project.join("pyproject.toml")).unwrap();
+    assert!(
+        pyproject.contains(
+            &sdk::python_sdk()
+                .canonicalize()
+                .unwrap()
+                .display()
+                .to_string()
+        ),
+        "{pyproject}"
+    );
+    let env = sdk::python_env();
+    let out = with_env(Command::new("python3"), &env)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    succeeds("pytest in the scaffold", &out);
+    let owned: Vec<(&str, String)> = env
+        .iter()
+        .map(|(k, v)| (*k, v.to_string_lossy().into_owned()))
+        .collect();
+    let env: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = atrium.run(&project, &["lint"], &env);
+    exits(&out, 0);
+    greet(&atrium, &project, &env);
+}
+
+/// The TypeScript SDK as a published package would be: its files, the WIT and the validator
+/// module, in a directory of its own (packing the source tree's SDK would write into it).
+fn typescript_sdk_copy(into: &Path) -> PathBuf {
+    fn copy(from: &Path, to: &Path) {
+        if from.is_dir() {
+            std::fs::create_dir_all(to).unwrap();
+            for entry in std::fs::read_dir(from).unwrap().flatten() {
+                let name = entry.file_name();
+                if name != "node_modules" && name != "test" {
+                    copy(&entry.path(), &to.join(name));
+                }
+            }
+        } else {
+            std::fs::copy(from, to).unwrap();
+        }
+    }
+    let sdk = into.join("atrium-sdk");
+    copy(&sdk::typescript_sdk(), &sdk);
+    copy(&root().join("wit"), &sdk.join("wit"));
+    std::fs::copy(
+        atrium_test_artifacts::MANIFEST_VALIDATOR,
+        sdk.join("validator.wasm"),
+    )
+    .unwrap();
+    sdk
+}
+
+#[test]
+fn atrium_init_typescript_makes_a_project_that_tests_builds_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let atrium = Atrium {
+        config_dir: dir.path().join("config"),
+    };
+    let validator = [(
+        "ATRIUM_MANIFEST_VALIDATOR",
+        atrium_test_artifacts::MANIFEST_VALIDATOR,
+    )];
+    let sdk = typescript_sdk_copy(dir.path());
+    let out = atrium.run(
+        dir.path(),
+        &[
+            "init",
+            "ts-greeter",
+            "--lang",
+            "typescript",
+            "--sdk",
+            sdk.to_str().unwrap(),
+        ],
+        &validator,
+    );
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("export ATRIUM_MANIFEST_VALIDATOR="),
+        "{}",
+        stdout(&out)
+    );
+    let project = dir.path().join("ts-greeter");
+    for file in [
+        "package.json",
+        "src/app.ts",
+        "test/app.test.ts",
+        "tsconfig.json",
+    ] {
+        assert!(project.join(file).is_file(), "{file}");
+    }
+    // Before `npm install`, the build says what is missing.
+    let out = atrium.run(&project, &["build"], &validator);
+    exits(&out, 1);
+    assert!(stderr(&out).contains("npm install"), "{}", stderr(&out));
+    // What a developer runs: npm install (a copy of the SDK, with esbuild and componentize-js),
+    // npm test, with nothing set: the installed SDK carries its validator.
+    let _lock = sdk::lock("npm-scaffold");
+    let out = Command::new("npm")
+        .args([
+            "install",
+            "--install-links",
+            "--prefer-offline",
+            "--no-audit",
+            "--no-fund",
+            "--silent",
+        ])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    succeeds("npm install in the scaffold", &out);
+    drop(_lock);
+    let out = Command::new("npm")
+        .args(["test", "--silent"])
+        .env_remove("ATRIUM_MANIFEST_VALIDATOR")
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    succeeds("npm test in the scaffold", &out);
+    greet(&atrium, &project, &validator);
+}
