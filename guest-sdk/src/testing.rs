@@ -478,12 +478,10 @@ impl TestClient {
         payload: Value,
         emitter_app_id: Option<&str>,
     ) -> Result<Value, HandlerError> {
-        let subscription = self
-            .app
-            .manifest()
-            .subscriptions
-            .iter()
-            .find(|s| s.event_name == event_name);
+        // The emitter's own subscription (its `target_agent`), else the first of the event's.
+        let subscription = self.app.manifest().subscriptions.iter().find(|s| {
+            s.event_name == event_name && emitter_app_id.is_none_or(|e| s.emitter_app == e)
+        });
         let emitter = emitter_app_id
             .map(str::to_owned)
             .or_else(|| subscription.map(|s| s.emitter_app.to_owned()))

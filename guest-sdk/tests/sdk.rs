@@ -291,7 +291,8 @@ fn simulate_event_routes_to_the_handler_or_says_no_handler() {
         client
             .simulate_event("contact_changed", json!({}), Some("crm-eu"))
             .unwrap(),
-        json!({"from": "crm-eu", "agent": "writer"})
+        // An emitter the manifest does not subscribe to has no subscription to target an agent.
+        json!({"from": "crm-eu", "agent": null})
     );
     let bare = TestClient::new(Ok(App::new(&MANIFEST))).unwrap();
     assert_eq!(

@@ -36,8 +36,13 @@ from ._types import AppEvent, InboundEnvelope, Registration, RoomMessage, UserAd
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The lifecycle hooks, named and ordered as in the manifest.
-HOOKS = ("on_install", "on_uninstall", "on_inbound", "on_user_added")
+#: The lifecycle hooks, named and ordered as in the manifest, with their handlers' parameters.
+HOOKS = {
+    "on_install": ("ctx",),
+    "on_uninstall": ("ctx",),
+    "on_inbound": ("ctx", "envelope"),
+    "on_user_added": ("ctx", "user"),
+}
 
 
 def _listing(names: list[str]) -> str:
@@ -53,6 +58,39 @@ def _double(what: str, name: str) -> RegistrationError:
         Kind.DOUBLE_REGISTRATION,
         f"cannot register {what} `{name}` twice: a handler is already registered",
     )
+
+
+def _check_signature(
+    what: str, handler: Any, parameters: tuple[str, ...], *, arguments: bool = False
+) -> None:
+    """Refuses, at registration, a handler that cannot be called with the positional
+    `parameters` the SDK passes (a tool's handler also takes its `**arguments`, which it may
+    require). A wrong signature is a bug of the app, not a rule of the manifest, so this is a
+    `TypeError`; left to the call, every call would fail, a tool's as if its caller had sent
+    the wrong arguments."""
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):  # a callable without a signature is not checked
+        return
+    try:
+        (signature.bind_partial if arguments else signature.bind)(*parameters)
+    except TypeError as e:
+        shape = ", ".join(parameters + (("**arguments",) if arguments else ()))
+        name = getattr(handler, "__qualname__", type(handler).__name__)
+        raise TypeError(
+            f"cannot register {what}: its handler is called as ({shape}), which "
+            f"{name}{signature} does not accept ({e})"
+        ) from None
+
+
+def _require_name(decorator: str, what: str, name: Any, example: str) -> None:
+    """`@app.on_schedule` or `@app.on_event` used bare would register nothing and replace the
+    function with the decorator: refuse it."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f'@app.{decorator} takes the {what}\'s name: @app.{decorator}("{example}"), '
+            f"not @app.{decorator}"
+        )
 
 
 def _is_async(fn: Any) -> bool:
@@ -90,13 +128,19 @@ def _json_kind(value: Any) -> str:
     return "an object"
 
 
+def _union_options(hint: Any) -> tuple[Any, ...] | None:
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        return typing.get_args(hint)
+    return None
+
+
 def _accepts(hint: Any, value: Any) -> tuple[bool, str]:
     """Whether a JSON value fits a simple annotation; unknown annotations accept anything."""
     if hint is Any or hint is inspect.Parameter.empty:
         return True, ""
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
-        options = typing.get_args(hint)
+    options = _union_options(hint)
+    if options is not None:
         if any(_accepts(o, value)[0] for o in options):
             return True, ""
         named = [_accepts(o, value)[1] for o in options if o is not type(None)]
@@ -105,7 +149,7 @@ def _accepts(hint: Any, value: Any) -> tuple[bool, str]:
         )
     if hint is type(None):
         return value is None, "null"
-    base = origin or hint
+    base = typing.get_origin(hint) or hint
     if base in (list, typing.List):  # noqa: UP006
         base = list
     if base in (dict, typing.Dict):  # noqa: UP006
@@ -122,6 +166,22 @@ def _accepts(hint: Any, value: Any) -> tuple[bool, str]:
     if base is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool), expected
     return isinstance(value, base), expected
+
+
+def _coerce(hint: Any, value: Any) -> Any:
+    """An accepted JSON number as the annotation's type: `1` for a `float` is `1.0`, `3.0`
+    for an `int` is `3` (also inside `Optional`; a union that names the value's own type
+    keeps it)."""
+    options = _union_options(hint)
+    if options is not None:
+        if type(value) in options:
+            return value
+        return next((_coerce(o, value) for o in options if _accepts(o, value)[0]), value)
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is int and isinstance(value, float):
+        return int(value)
+    return value
 
 
 class _ToolArgs:
@@ -153,16 +213,16 @@ class _ToolArgs:
                     f"the arguments do not match: `{name}` must be {expected}, "
                     f"got {_json_kind(value)}"
                 )
-            if hint is float and isinstance(value, int):
-                bound.arguments[name] = float(value)
+            bound.arguments[name] = _coerce(hint, value)
         return bound
 
 
-def _dumps(what: str, value: Any) -> str:
+def _result(value: Any) -> str:
+    """A handler's result as JSON text (the Rust SDK's words when it does not serialize)."""
     try:
         return json.dumps(value)
     except (TypeError, ValueError) as e:
-        raise HandlerFailure(f"the {what} does not serialize to JSON: {e}") from None
+        raise HandlerFailure(f"the result does not serialize: {e}") from None
 
 
 def failure_message(error: BaseException) -> str:
@@ -234,7 +294,7 @@ class App:
                 "use App.from_manifest(path) for a file"
             )
         self.manifest = manifest
-        self._tools: dict[str, tuple[Callable[..., Any], _ToolArgs, dict[str, Any]]] = {}
+        self._tools: dict[str, tuple[Callable[..., Any], _ToolArgs]] = {}
         self._hooks: dict[str, Callable[..., Any]] = {}
         self._schedules: dict[str, Callable[..., Any]] = {}
         self._events: dict[str, Callable[..., Any]] = {}
@@ -259,28 +319,31 @@ class App:
         scopes_required: list[str] | tuple[str, ...] = (),
         description: str | None = None,
     ) -> Any:
-        """Registers the handler of tool `name` (declared in the manifest's `tools`):
-        `(ctx, **arguments)`, sync or async, answering a JSON-serialisable value. The call's
-        arguments object is bound to the handler's keyword parameters; a missing or unknown
-        argument, or one that does not fit a simple annotation (`str`, `int`, `float`,
-        `bool`, `list`, `dict`, optional ones), is answered `invalid-input` naming it.
-        `scopes_required` must be a subset of the manifest's `required_scopes`."""
+        """Registers the handler of tool `name` (declared in the manifest's `tools`; the
+        function's name when omitted): `(ctx, **arguments)`, sync or async, answering a
+        JSON-serialisable value. The call's arguments object is bound to the handler's keyword
+        parameters; a missing or unknown argument, or one that does not fit a simple
+        annotation (`str`, `int`, `float`, `bool`, `list`, `dict`, optional ones), is
+        answered `invalid-input` naming it. `scopes_required` must be a subset of the
+        manifest's `required_scopes`. `description` is documentation only: the planner reads
+        the manifest's."""
         if callable(name):
             return self.tool(name.__name__)(name)
+        if isinstance(scopes_required, str):
+            raise TypeError(
+                f"scopes_required takes a list of scope names, not the string "
+                f"{scopes_required!r}: scopes_required=[{scopes_required!r}]"
+            )
+        del description  # documentation only (the TypeScript SDK's option of that name)
 
         def register(handler: F) -> F:
-            tool_name = name or handler.__name__
-            self._register_tool(tool_name, list(scopes_required), description, handler)
+            self._register_tool(name or handler.__name__, list(scopes_required), handler)
             return handler
 
         return register
 
     def _register_tool(
-        self,
-        name: str,
-        scopes_required: list[str],
-        description: str | None,
-        handler: Callable[..., Any],
+        self, name: str, scopes_required: list[str], handler: Callable[..., Any]
     ) -> None:
         m = self.manifest
         if name not in m.tool_names:
@@ -298,8 +361,8 @@ class App:
             )
         if name in self._tools:
             raise _double("tool", name)
-        info = {"scopes_required": scopes_required, "description": description}
-        self._tools[name] = (handler, _ToolArgs(handler), info)
+        _check_signature(f"tool `{name}`", handler, ("ctx",), arguments=True)
+        self._tools[name] = (handler, _ToolArgs(handler))
 
     def _hook(self, hook: str, handler: Any) -> Any:
         def register(fn: F) -> F:
@@ -310,6 +373,7 @@ class App:
                 )
             if hook in self._hooks:
                 raise _double("lifecycle hook", hook)
+            _check_signature(hook, fn, HOOKS[hook])
             self._hooks[hook] = fn
             return fn
 
@@ -337,6 +401,8 @@ class App:
         """Registers the handler `(ctx)` of schedule `name`, declared in
         `lifecycle.schedules`."""
 
+        _require_name("on_schedule", "schedule", name, "nightly")
+
         def register(handler: F) -> F:
             schedules = self.manifest.schedule_names
             if name not in schedules:
@@ -347,6 +413,7 @@ class App:
                 )
             if name in self._schedules:
                 raise _double("schedule", name)
+            _check_signature(f"schedule `{name}`", handler, ("ctx",))
             self._schedules[name] = handler
             return handler
 
@@ -356,6 +423,8 @@ class App:
         """Registers the handler `async (ctx, event: AppEvent)` of event `name`; one handler
         per event name, shared by every emitter the manifest subscribes to (told apart by
         `event.emitter_app_id`). It must be `async def`: a synchronous handler is rejected."""
+
+        _require_name("on_event", "event", name, "entry_booked")
 
         def register(handler: F) -> F:
             events = [s["event_name"] for s in self.manifest.subscriptions]
@@ -373,6 +442,7 @@ class App:
                 )
             if name in self._events:
                 raise _double("event", name)
+            _check_signature(f"event handler `{name}`", handler, ("ctx", "event"))
             self._events[name] = handler
             return handler
 
@@ -390,6 +460,7 @@ class App:
                 )
             if self._room_message is not None:
                 raise _double("room handler", "on_message")
+            _check_signature("on_message", fn, ("ctx", "agent_slug", "message"))
             self._room_message = fn
             return fn
 
@@ -414,6 +485,7 @@ class App:
                 )
             if any(m == upper and p == path for m, p, _ in self._routes):
                 raise _double("route", f"{upper} {path}")
+            _check_signature(f"route `{upper} {path}`", handler, ("ctx", "request"))
             self._routes.append((upper, path, handler))
             return handler
 
@@ -438,7 +510,7 @@ class App:
         entry = self._tools.get(name)
         if entry is None:
             raise NoHandler(f"tool `{name}`")
-        handler, binder, _ = entry
+        handler, binder = entry
         try:
             parsed = json.loads(args) if args.strip() else {}
         except ValueError as e:
@@ -447,7 +519,7 @@ class App:
             raise InvalidInput("the arguments must be a JSON object")
         bound = binder.bind(ctx, parsed)
         result = _guard(lambda: _driver.run(handler, *bound.args, **bound.kwargs))
-        return _dumps("result", result)
+        return _result(result)
 
     def lifecycle(self, ctx: Ctx, hook: str) -> None:
         """Runs `on_install` or `on_uninstall`."""
@@ -484,7 +556,7 @@ class App:
         if handler is None:
             raise NoHandler(f"event `{event.event_name}`")
         result = _guard(lambda: _driver.run(handler, ctx, event))
-        return _dumps("result", result)
+        return _result(result)
 
     def room_message(self, ctx: Ctx, agent_slug: str, message: RoomMessage) -> None:
         """Runs the room handler for the mentioned agent."""

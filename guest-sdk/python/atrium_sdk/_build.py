@@ -133,6 +133,7 @@ except RegistrationError as _error:
     Handlers, IncomingHandler = _component.broken(_error)
 else:
     Handlers, IncomingHandler = _component.exports(_app_module)
+
 '''
 
 

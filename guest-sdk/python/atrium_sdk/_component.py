@@ -213,11 +213,19 @@ def _code_name(code: Any) -> str:
 
 
 def _fields(headers: list[tuple[str, str]]) -> Any:
-    entries = [(k.lower(), v.encode("utf-8")) for k, v in headers]
-    try:
-        return http.Fields.from_list(entries)
-    except Err:
-        return http.Fields()
+    """The headers as wasi:http fields; raises `Err` when wasi:http refuses one."""
+    return http.Fields.from_list([(k.lower(), v.encode("utf-8")) for k, v in headers])
+
+
+def _refused_header(headers: list[tuple[str, str]], error: Any) -> str:
+    """Which header wasi:http refuses and why, for the message."""
+    for name, value in headers:
+        try:
+            with http.Fields.from_list([(name.lower(), value.encode("utf-8"))]):
+                pass
+        except Err as e:
+            return f"`{name}` ({_code_name(e.value)})"
+    return _code_name(error)
 
 
 def _entries(fields: Any) -> list[tuple[str, str]]:
@@ -286,7 +294,11 @@ def _read_request(request: Any) -> Request:
 
 
 def _write_response(response: Response, out: Any) -> None:
-    outgoing = http.OutgoingResponse(_fields(response.headers))
+    try:
+        fields = _fields(response.headers)
+    except Err:  # as the Rust SDK: the response goes out, without the headers
+        fields = http.Fields()
+    outgoing = http.OutgoingResponse(fields)
     try:
         outgoing.set_status_code(response.status)
     except Err:
@@ -315,7 +327,13 @@ def _send_outbound(request: OutboundRequest) -> Response:
     if request.body and not any(k.lower() == "content-length" for k, _ in headers):
         # Many servers read a body only by its length (not chunked).
         headers.append(("content-length", str(len(request.body))))
-    outgoing = http.OutgoingRequest(_fields(headers))
+    try:
+        fields = _fields(headers)
+    except Err as e:
+        # As the Rust SDK: never send a request without the headers the app set (its
+        # credentials among them).
+        raise HandlerFailure(f"invalid headers: {_refused_header(headers, e.value)}") from None
+    outgoing = http.OutgoingRequest(fields)
     try:
         outgoing.set_method(_method_value(request.method))
         outgoing.set_scheme(scheme)

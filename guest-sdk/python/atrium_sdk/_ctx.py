@@ -15,17 +15,12 @@ code against both.
 from __future__ import annotations
 
 import json
-import re
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Callable
 
-from ._errors import AgentCallError, HandlerFailure, ToolCallError
+from ._errors import AgentCallError, ToolCallError
 from ._http import OutboundRequest, Response
 from ._types import CallInfo, EmitResult, FetchResponse, LogLevel, RoomPost
-
-#: The secret key format of the spec.
-SECRET_KEY = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
-
 
 class Backend(ABC):
     """The platform as the SDK reaches it. Arguments and results that are JSON on the WIT
@@ -46,7 +41,9 @@ class Backend(ABC):
 
     @abstractmethod
     def secret(self, key: str) -> str | None:
-        """`secrets.get`."""
+        """`secrets.get`: None when the secret is not set. A key that does not match the
+        secret key format reads as unset too: the host checks it (and logs a warning for the
+        developer), so does the test backend, with the host's rule and words."""
 
     @abstractmethod
     def config_get(self, key: str) -> str | None:
@@ -97,11 +94,12 @@ class Backend(ABC):
         """Outbound HTTP (`wasi:http/outgoing-handler`); raises `HandlerFailure`."""
 
 
-def _to_json(what: str, value: Any) -> str:
+def _to_json(value: Any, refusal: Callable[[str], Exception]) -> str:
+    """`value` as JSON text; raises `refusal(why)` when it does not serialize."""
     try:
         return json.dumps(value)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{what} do not serialize to JSON: {e}") from None
+        raise refusal(str(e)) from None
 
 
 class Tools:
@@ -112,12 +110,26 @@ class Tools:
 
     async def call(self, name: str, args: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
         """Calls a platform tool with an arguments object (a dict and/or keyword arguments)
-        and answers its JSON result as a Python value. Raises `ToolCallError`."""
-        merged = {**(args or {}), **kwargs}
-        try:
-            text = _to_json("the arguments", merged)
-        except ValueError as e:
-            raise ToolCallError(name, "invalid_arguments", str(e)) from None
+        and answers its JSON result as a Python value. Raises `ToolCallError`
+        (`invalid_arguments` when the arguments are not a JSON object, as the host refuses
+        them)."""
+        if kwargs:
+            if args is not None and not isinstance(args, dict):
+                raise ToolCallError(
+                    name,
+                    "invalid_arguments",
+                    f"the arguments ({type(args).__name__}) cannot be merged with keyword "
+                    "arguments: pass one dict, or keyword arguments only",
+                )
+            args = {**(args or {}), **kwargs}
+        # Anything else that is not an object goes to the platform, which refuses it with
+        # its own words.
+        text = _to_json(
+            {} if args is None else args,
+            lambda why: ToolCallError(
+                name, "invalid_arguments", f"the arguments do not serialize: {why}"
+            ),
+        )
         result = self._backend.call_tool(name, text)
         try:
             return json.loads(result)
@@ -135,9 +147,10 @@ class Secrets:
 
     def get(self, key: str) -> str | None:
         """A secret's value, or None when it is not set, the key does not match
-        `^[A-Z][A-Z0-9_]{0,63}$`, or the platform cannot be reached. Never raises."""
+        `^[A-Z][A-Z0-9_]{0,63}$` (the host logs a warning), or the platform cannot be
+        reached. Never raises."""
         try:
-            if not isinstance(key, str) or not SECRET_KEY.fullmatch(key):
+            if not isinstance(key, str):
                 return None
             value = self._backend.secret(key)
             return value if isinstance(value, str) else None
@@ -197,10 +210,12 @@ class Rooms:
         (`not_member`, `unknown_room`, `unknown_agent`, `invalid_arguments`, ...)."""
         meta = None
         if metadata is not None:
-            try:
-                meta = _to_json("the metadata", metadata)
-            except ValueError as e:
-                raise ToolCallError("rooms.post", "invalid_arguments", str(e)) from None
+            meta = _to_json(
+                metadata,
+                lambda why: ToolCallError(
+                    "rooms.post", "invalid_arguments", f"the metadata does not serialize: {why}"
+                ),
+            )
         return self._backend.room_post(room_id, content, from_agent, meta)
 
 
@@ -253,10 +268,10 @@ class Events:
     async def emit(self, name: str, payload: Any = None) -> EmitResult:
         """Emits event `name` (declared in `emits`) with a JSON payload to every approved
         wire. Raises `AgentCallError`."""
-        try:
-            text = _to_json("the payload", {} if payload is None else payload)
-        except ValueError as e:
-            raise AgentCallError(str(e)) from None
+        text = _to_json(
+            {} if payload is None else payload,
+            lambda why: AgentCallError(f"the payload does not serialize: {why}"),
+        )
         return self._backend.emit(name, text)
 
 
@@ -414,19 +429,16 @@ class Ctx:
 
 __all__ = [
     "Agent",
-    "AgentCallError",
     "Apps",
     "Backend",
     "Commitments",
     "Config",
     "Ctx",
     "Events",
-    "HandlerFailure",
     "Http",
     "Logger",
     "Rooms",
     "Secrets",
     "Team",
-    "ToolCallError",
     "Tools",
 ]

@@ -21,6 +21,10 @@ from typing import Any, Callable
 from ._errors import UnsupportedAwait
 
 
+#: What asyncio says when a coroutine asks for an event loop and none runs.
+_NO_LOOP = ("no running event loop", "no current event loop")
+
+
 def _describe(pending: Any) -> str:
     name = type(pending).__name__
     coro = getattr(pending, "get_coro", None)
@@ -44,9 +48,12 @@ def drive(awaitable: Any) -> Any:
             try:
                 pending = steps.send(None)
             except RuntimeError as e:
-                # asyncio.sleep(1), asyncio.gather, create_task ... ask for the running loop.
-                if "event loop" in str(e):
-                    raise UnsupportedAwait(_message(f"something that needs an event loop ({e})")) from e
+                # asyncio.sleep(1), asyncio.gather, create_task ... ask for the running loop
+                # (asyncio's own words; a handler's other RuntimeErrors pass unchanged).
+                if any(words in str(e) for words in _NO_LOOP):
+                    raise UnsupportedAwait(
+                        _message(f"something that needs an event loop ({e})")
+                    ) from e
                 raise
             if pending is None:
                 continue

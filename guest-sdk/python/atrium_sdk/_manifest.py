@@ -83,10 +83,6 @@ class Manifest:
     def agents(self) -> list[dict[str, Any]]:
         return list(self.data.get("agents", []))
 
-    def agent(self, slug: str) -> dict[str, Any] | None:
-        """The declared agent `slug`, or None."""
-        return next((a for a in self.agents if a.get("id") == slug), None)
-
     @property
     def default_agent(self) -> str | None:
         return next((a["id"] for a in self.agents if a.get("is_default")), None)
@@ -126,10 +122,6 @@ class Manifest:
     @property
     def egress_hosts(self) -> list[str]:
         return list((self.data.get("network") or {}).get("egress_hosts", []))
-
-    @property
-    def memory_mb(self) -> int:
-        return int(self.data["runtime"]["resources"]["memory_mb"])
 
 
 # --- the validator ----------------------------------------------------------------------

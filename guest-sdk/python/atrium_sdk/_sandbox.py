@@ -3,9 +3,8 @@
 In a component every call goes to the host, which checks it with `atrium_manifest::sandbox`.
 The test client must refuse the same inputs with the same decision and the same words, so it
 runs those very rules: the validator module exports them as `atrium_sandbox`
-(guest-sdk/manifest-wasm/src/sandbox.rs), and each function here is one check of it. Only the
-egress rule (`network.egress_hosts`), which the module does not export, is written here, after
-`atrium_manifest::sandbox::EgressPolicy`. Nothing here is used inside a component.
+(guest-sdk/manifest-wasm/src/sandbox.rs), and each function here is one check of it; none of
+the rules is written here a second time. Nothing here is used inside a component.
 """
 
 from __future__ import annotations
@@ -20,7 +19,8 @@ from ._manifest import Manifest, sandbox_check
 
 @dataclass
 class Chain:
-    """Depth and visited agents of a call chain."""
+    """The call a check is made in: the chain's depth and visited agents, and whether the call
+    serves a public route."""
 
     depth: int = 1
     visited: list[str] = field(default_factory=list)
@@ -115,27 +115,30 @@ def public_callback_path(m: Manifest, path: str) -> None:
     _run(m, None, {"kind": "public_callback_path", "path": path})
 
 
+def secret_key(m: Manifest, key: str) -> str | None:
+    """`secrets.get`: None when the key has the secret key format, else the warning the host
+    logs (the key then reads as unset)."""
+    try:
+        _run(m, None, {"kind": "secret_key", "key": key})
+    except HandlerFailure as refusal:
+        return refusal.message
+    return None
+
+
 def extract_mentions(m: Manifest, content: str) -> list[str]:
     """The `@<app>:<slug>` and `@user:<uuid>` mentions of a message, as the host finds them."""
     return list(_run(m, None, {"kind": "extract_mentions", "content": content}))
 
 
-def egress_allows(hosts: list[str], host: str) -> bool:
-    """`network.egress_hosts`: exact names (case-insensitive) or `*.example.com` for every
-    subdomain of example.com (not example.com itself)."""
-    exact, suffixes = [], []
-    for h in hosts:
-        h = h.strip().rstrip(".").lower()
-        if h.startswith("*."):
-            suffixes.append("." + h[2:])
-        else:
-            exact.append(h)
-    host = host.rstrip(".").lower().lstrip("[").rstrip("]")
-    return host in exact or any(host.endswith(s) for s in suffixes)
+def egress_allows(m: Manifest, host: str) -> bool:
+    """Outbound HTTP: whether the manifest's `network.egress_hosts` allow `host` (exact names,
+    case-insensitive, or `*.example.com` for the subdomains of example.com)."""
+    return bool(_run(m, None, {"kind": "egress", "host": host}))
 
 
 def url_host(url: str) -> str:
-    """The host of an http(s) URL, without the port (a bracketed IPv6 address kept whole)."""
+    """The host of an http(s) URL, without the port (a bracketed IPv6 address kept whole), as
+    the Rust SDK's test client takes it."""
     rest = url.split("://", 1)[1] if "://" in url else ""
     authority = re.split(r"[/?]", rest, maxsplit=1)[0]
     name, sep, port = authority.rpartition(":")

@@ -14,9 +14,10 @@ Every call the app makes is checked by the host's own sandbox rules, run in the 
 module (`atrium_sandbox`), so the decisions and words are the host's: a post from an agent
 the manifest does not declare, empty or oversized content, non-object metadata, a delegation
 outside the caller's team, an emit of an event not in `emits`, a chain deeper than 8, a call
-on a public route that needs a tenant. Beyond those,
-the mocks answer: a tool that is not mocked fails with decision `unmocked`; a tool mocked with
-scopes the test did not `grant` fails with `scope_denied` and the scopes needed.
+on a public route that needs a tenant, a host outside `network.egress_hosts`, a malformed
+secret key (read as unset, with the host's warning in `logs`). Beyond those, the mocks
+answer: a tool that is not mocked fails with decision `unmocked`; a tool mocked with scopes
+the test did not `grant` fails with `scope_denied` and the scopes needed.
 
 A handler's failure is raised as the exception that maps to the WIT `handler-error` case:
 `InvalidInput`, `ToolCallError`, `AgentCallError`, `HandlerFailure` (any other exception
@@ -35,8 +36,9 @@ from typing import Any, Callable
 from . import _sandbox as sandbox
 from ._app import App
 from ._ctx import Backend, Ctx
-from ._errors import HandlerFailure, ToolCallError
+from ._errors import HandlerFailure, InvalidInput, ToolCallError
 from ._http import OutboundRequest, Request, Response
+from ._manifest import Manifest
 from ._types import (
     AppEvent,
     CallInfo,
@@ -124,11 +126,11 @@ class _MockBackend(Backend):
         self.client = client
 
     @property
-    def _m(self):  # type: ignore[no-untyped-def]
+    def manifest(self) -> Manifest:
         return self.client.app.manifest
 
     @property
-    def _s(self) -> _State:
+    def state(self) -> _State:
         return self.client._state
 
     def _chain(self) -> sandbox.Chain:
@@ -139,39 +141,44 @@ class _MockBackend(Backend):
         return copy.deepcopy(self.client.info)
 
     def public_callback_url(self, path: str) -> str:
-        sandbox.public_callback_path(self._m, path)
+        sandbox.public_callback_path(self.manifest, path)
         info = self.client.info
         return f"http://127.0.0.1:8787/api/apps/{info.app_id}/public/t/{info.tenant_id}{path}"
 
     def call_tool(self, name: str, args: str) -> str:
-        value = sandbox.tool_arguments(self._m, name, args)
-        self._s.tool_calls.append((name, value))
-        tool = self._s.tools.get(name)
+        value = sandbox.tool_arguments(self.manifest, name, args)
+        self.state.tool_calls.append((name, value))
+        tool = self.state.tools.get(name)
         if tool is None:
             raise ToolCallError(name, "unmocked", f"tool `{name}` is not mocked")
-        sandbox.tool_scopes(self._m, name, tool.scopes, self._s.granted)
+        sandbox.tool_scopes(self.manifest, name, tool.scopes, self.state.granted)
         if tool.error is not None:
             raise copy.deepcopy(tool.error)
         return json.dumps(tool.result)
 
     def secret(self, key: str) -> str | None:
-        value = self._s.secrets.get(key)
+        warning = sandbox.secret_key(self.manifest, key)
+        if warning is not None:
+            # As the host does: the developer reads why in the log; the key reads as unset.
+            self.log(LogLevel.WARN, warning)
+            return None
+        value = self.state.secrets.get(key)
         if isinstance(value, BaseException):
             raise value
         return value
 
     def config_get(self, key: str) -> str | None:
-        if key not in self._s.settings:
+        if key not in self.state.settings:
             return None
-        return json.dumps(self._s.settings[key])
+        return json.dumps(self.state.settings[key])
 
     def config_all(self) -> str:
-        return json.dumps(self._s.settings)
+        return json.dumps(self.state.settings)
 
     def room_post(
         self, room_id: str, content: str, from_agent: str, metadata: str | None
     ) -> RoomPost:
-        sender_ref, display, meta = sandbox.room_post(self._m, from_agent, content, metadata)
+        sender_ref, display, meta = sandbox.room_post(self.manifest, from_agent, content, metadata)
         posts = self.client.rooms.posts
         posts.append(
             RecordedPost(room_id, content, from_agent, meta if metadata is not None else None)
@@ -184,7 +191,7 @@ class _MockBackend(Backend):
             sender_ref=sender_ref,
             sender_display=display,
             content=content,
-            mentions=sandbox.extract_mentions(self._m, content),
+            mentions=sandbox.extract_mentions(self.manifest, content),
             metadata=meta,
             created_at="2026-01-01T00:00:00Z",
         )
@@ -192,57 +199,57 @@ class _MockBackend(Backend):
 
     def delegate(self, target: str, prompt: str, from_agent: str) -> str:
         info = self.client.info
-        sandbox.delegate(self._m, self._chain(), target, from_agent)
-        self._s.agent_calls.append(f"delegate {target}")
-        if ("delegate", target) in self._s.answers:
-            return str(_answer(self._s.answers[("delegate", target)], prompt, from_agent))
+        sandbox.delegate(self.manifest, self._chain(), target, from_agent)
+        self.state.agent_calls.append(f"delegate {target}")
+        if ("delegate", target) in self.state.answers:
+            return str(_answer(self.state.answers[("delegate", target)], prompt, from_agent))
         return f"[{info.app_id}:{target}] {prompt}"
 
     def invoke(self, app: str, agent: str, prompt: str) -> str:
-        sandbox.invoke(self._m, self._chain(), app, agent)
-        self._s.agent_calls.append(f"invoke {app}:{agent}")
-        if ("invoke", app, agent) in self._s.answers:
-            return str(_answer(self._s.answers[("invoke", app, agent)], prompt))
+        sandbox.invoke(self.manifest, self._chain(), app, agent)
+        self.state.agent_calls.append(f"invoke {app}:{agent}")
+        if ("invoke", app, agent) in self.state.answers:
+            return str(_answer(self.state.answers[("invoke", app, agent)], prompt))
         return f"[{app}:{agent}] {prompt}"
 
     def fetch(self, app: str, path: str, method: str, body: bytes | None) -> FetchResponse:
-        upper = sandbox.fetch(self._m, self._chain(), path, method)
-        self._s.agent_calls.append(f"fetch {app} {upper} {path}")
-        mocked = self._s.fetches.get((app, upper, path))
+        upper = sandbox.fetch(self.manifest, self._chain(), path, method)
+        self.state.agent_calls.append(f"fetch {app} {upper} {path}")
+        mocked = self.state.fetches.get((app, upper, path))
         if mocked is not None:
             return copy.deepcopy(mocked)
         return FetchResponse(200, [], b"{}")
 
     def emit(self, name: str, payload: str) -> EmitResult:
-        value = sandbox.emit(self._m, self._chain(), name, payload)
-        self._s.emitted.append((name, value))
+        value = sandbox.emit(self.manifest, self._chain(), name, payload)
+        self.state.emitted.append((name, value))
         return EmitResult(0, 0, 0)
 
     def ask(self, prompt: str, agent: str | None) -> str:
-        slug = sandbox.ask(self._m, self._chain(), agent)
-        self._s.agent_calls.append(f"ask {slug}")
-        if ("ask", slug) in self._s.answers:
-            return str(_answer(self._s.answers[("ask", slug)], prompt))
+        slug = sandbox.ask(self.manifest, self._chain(), agent)
+        self.state.agent_calls.append(f"ask {slug}")
+        if ("ask", slug) in self.state.answers:
+            return str(_answer(self.state.answers[("ask", slug)], prompt))
         return f"[{self.client.info.app_id}:{slug}] {prompt}"
 
     def add_commitment(
         self, title: str, content: str, from_agent: str, due_at: str | None
     ) -> str:
-        sandbox.commitment(self._m, title, from_agent, due_at)
-        self._s.commitments.append((title, content, from_agent, due_at))
-        return f"commitment-{len(self._s.commitments)}"
+        sandbox.commitment(self.manifest, title, from_agent, due_at)
+        self.state.commitments.append((title, content, from_agent, due_at))
+        return f"commitment-{len(self.state.commitments)}"
 
     def log(self, level: LogLevel, message: str) -> None:
-        self._s.logs.append((level.value, message))
+        self.state.logs.append((level.value, message))
 
     def http_send(self, request: OutboundRequest) -> Response:
         host = sandbox.url_host(request.url)
-        if not sandbox.egress_allows(self._m.egress_hosts, host):
+        if not sandbox.egress_allows(self.manifest, host):
             raise HandlerFailure(
                 f"request refused: HttpRequestDenied (`{host}` is not in network.egress_hosts)"
             )
-        self._s.http_requests.append(copy.deepcopy(request))
-        mocked = self._s.http_mocks.get(request.url)
+        self.state.http_requests.append(copy.deepcopy(request))
+        mocked = self.state.http_mocks.get(request.url)
         if mocked is None:
             raise HandlerFailure(f"no mock response for {request.url}")
         return copy.deepcopy(mocked)
@@ -332,13 +339,17 @@ class TestClient:
 
     def mock_file(self, file: str | os.PathLike[str]) -> TestClient:
         """Loads mocks from the developer tool's mock file (`atrium.dev.json`): a path or the
-        JSON text. Tool names map to `{"ok": true, "result": ...}` or `{"ok": false,
-        "error": {"decision", "message", "neededScopes"}}`, with an optional `scopes` list.
-        Raises `ValueError` naming the entry when the file is malformed."""
-        if isinstance(file, os.PathLike) or (isinstance(file, str) and os.path.isfile(file)):
-            text = Path(file).read_text(encoding="utf-8")
+        JSON text (a string starting with `{` or `[`). Tool names map to `{"ok": true,
+        "result": ...}` or `{"ok": false, "error": {"decision", "message", "neededScopes"}}`,
+        with an optional `scopes` list. Raises `ValueError` naming the file or the entry when
+        it cannot be read or is malformed."""
+        if isinstance(file, str) and file.lstrip()[:1] in ("{", "["):
+            text = file
         else:
-            text = str(file)
+            try:
+                text = Path(file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise ValueError(f"cannot read the mock file {os.fspath(file)}: {e}") from None
         try:
             entries = json.loads(text)
         except ValueError as e:
@@ -470,7 +481,11 @@ class TestClient:
         """Calls a tool with an arguments object (a dict and/or keyword arguments) and answers
         its result as a Python value."""
         merged = {**(args or {}), **kwargs}
-        return json.loads(self.app.call_tool(self.ctx(), name, json.dumps(merged)))
+        try:
+            text = json.dumps(merged)
+        except (TypeError, ValueError) as e:
+            raise InvalidInput(f"the arguments do not serialize: {e}") from None
+        return json.loads(self.app.call_tool(self.ctx(), name, text))
 
     def install(self) -> None:
         """Runs `on_install`."""
@@ -505,9 +520,17 @@ class TestClient:
         self, event_name: str, payload: Any = None, emitter_app_id: str | None = None
     ) -> Any:
         """Delivers an event as the platform would and answers the handler's result. Without
-        `emitter_app_id`, the emitter is the first the manifest subscribes to for that name."""
+        `emitter_app_id`, the emitter is the first the manifest subscribes to for that name; the
+        target agent is that of the emitter's own subscription (none for an emitter the
+        manifest does not subscribe to)."""
         subscription = next(
-            (s for s in self.app.manifest.subscriptions if s["event_name"] == event_name), None
+            (
+                s
+                for s in self.app.manifest.subscriptions
+                if s["event_name"] == event_name
+                and (emitter_app_id is None or s["emitter_app"] == emitter_app_id)
+            ),
+            None,
         )
         emitter = emitter_app_id or (subscription["emitter_app"] if subscription else "")
         # The payload crosses the boundary as JSON, as it would on the platform.
@@ -567,19 +590,22 @@ def inbound_envelope(
     from_: str = "someone@example.com",
     body: str = "",
     subject: str | None = None,
-    **fields: Any,
+    *,
+    message_id: str = "msg-test",
+    received_at: str = "2026-01-01T00:00:00Z",
+    attachment_ids: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> InboundEnvelope:
-    """An inbound envelope for tests (`message_id`, `received_at`, `attachment_ids` and
-    `metadata` may be given as keywords)."""
+    """An inbound envelope for tests."""
     return InboundEnvelope(
-        message_id=fields.pop("message_id", "msg-test"),
+        message_id=message_id,
         channel=channel,
         from_=from_,
         body=body,
         subject=subject,
-        received_at=fields.pop("received_at", "2026-01-01T00:00:00Z"),
-        attachment_ids=list(fields.pop("attachment_ids", [])),
-        metadata=dict(fields.pop("metadata", {})),
+        received_at=received_at,
+        attachment_ids=list(attachment_ids or []),
+        metadata=dict(metadata or {}),
     )
 
 

@@ -71,7 +71,30 @@ def test_tools_call_refusals_are_tool_call_errors(client):
 
     with pytest.raises(ToolCallError) as err:
         drive(ctx.tools.call("notes.get", {"when": object()}))
-    assert err.value.decision == "invalid_arguments"
+    assert (err.value.decision, err.value.message) == (
+        "invalid_arguments",
+        "the arguments do not serialize: Object of type object is not JSON serializable",
+    )
+
+
+def test_tools_call_arguments_must_be_an_object_as_the_host_says(client):
+    ctx = client.ctx()
+    with pytest.raises(ToolCallError) as err:
+        drive(ctx.tools.call("notes.get", [1, 2]))
+    # The host's words (the sandbox module), not a TypeError of the SDK.
+    assert (err.value.decision, err.value.message) == (
+        "invalid_arguments",
+        "the arguments must be a JSON object",
+    )
+    with pytest.raises(ToolCallError) as err:
+        drive(ctx.tools.call("notes.get", [1], id=2))
+    assert err.value.message == (
+        "the arguments (list) cannot be merged with keyword arguments: pass one dict, or "
+        "keyword arguments only"
+    )
+    client.mock_tool("notes.get", {})
+    assert drive(ctx.tools.call("notes.get")) == {}
+    assert client.tool_calls[-1] == ("notes.get", {})
 
 
 def test_secrets_get_answers_none_on_any_failure(client):
@@ -83,6 +106,18 @@ def test_secrets_get_answers_none_on_any_failure(client):
     for bad in ("notes_key", "1KEY", "", "K" * 65, "KEY-1", None, 7):
         assert secrets.get(bad) is None  # type: ignore[arg-type]
     assert secrets.get("K" * 64) is None  # well-formed, not set
+
+
+def test_a_malformed_secret_key_is_logged_with_the_hosts_words(client):
+    client.mock_secret("notes_key", "never read")
+    assert client.ctx().secrets.get("notes_key") is None
+    assert client.logs == [
+        (
+            "warn",
+            "secrets.get(`notes_key`): a secret key must match ^[A-Z][A-Z0-9_]{0,63}$; "
+            "returning none",
+        )
+    ]
 
 
 def test_config_get_and_all(client):
@@ -116,6 +151,7 @@ def test_rooms_post_is_recorded_and_checked(client):
         (dict(content="   ", from_agent="writer"), "invalid_arguments", "content must not be empty"),
         (dict(content="x" * 20_001, from_agent="writer"), "invalid_arguments", "content has 20001 characters; a room message has at most 20000"),
         (dict(content="x", from_agent="writer", metadata=[1]), "invalid_arguments", "metadata must be a JSON object"),
+        (dict(content="x", from_agent="writer", metadata={"at": object()}), "invalid_arguments", "the metadata does not serialize: Object of type object"),
     ]
     for kwargs, decision, message in refusals:
         with pytest.raises(ToolCallError) as err:
@@ -181,6 +217,11 @@ def test_events_emit_needs_the_declaration(client):
     result = drive(ctx.events.emit("note_saved", {"id": 1}))
     assert (result.wire_count, result.dispatched, result.failures) == (0, 0, 0)
     assert client.emitted == [("note_saved", {"id": 1})]
+    with pytest.raises(AgentCallError) as err:
+        drive(ctx.events.emit("note_saved", {"at": {1, 2}}))
+    assert err.value.reason == "the payload does not serialize: Object of type set is not JSON serializable"
+    drive(ctx.events.emit("note_saved"))  # no payload: an empty object
+    assert client.emitted[-1] == ("note_saved", {})
     with pytest.raises(AgentCallError) as err:
         drive(ctx.events.emit("note_lost", {}))
     assert err.value.reason == "event `note_lost` is not declared in the manifest's emits (note_saved)"
@@ -253,3 +294,18 @@ def test_http_reaches_only_the_egress_hosts(client):
     with pytest.raises(HandlerFailure) as err:
         drive(http.send("POST", "https://api.example.com:8443/other", body="x"))
     assert err.value.message == "no mock response for https://api.example.com:8443/other"
+
+
+def test_egress_follows_the_hosts_policy(manifest):
+    from atrium_sdk import load_manifest_from_string
+
+    text = manifest.text.replace("egress_hosts: [api.example.com]", 'egress_hosts: ["*.bank.example", API.Example.com]')
+    client = TestClient(App(load_manifest_from_string(text)))
+    http = client.ctx().http
+    for url in ("https://api.example.com./x", "http://a.b.bank.example:8080/", "https://API.BANK.example"):
+        client.mock_http(url, Response(200))
+        assert drive(http.get(url)).status == 200, url
+    for url in ("https://bank.example/", "https://evil-bank.example/", "https://example.com/"):
+        with pytest.raises(HandlerFailure) as err:
+            drive(http.get(url))
+        assert err.value.message.endswith("is not in network.egress_hosts)"), url

@@ -99,3 +99,14 @@ def test_run_returns_plain_values_and_awaitables():
         return x * 2
 
     assert run(twice, 4) == 8
+
+
+def test_a_handlers_own_runtime_error_is_not_taken_for_a_missing_loop(app):
+    @app.tool("read_note")
+    async def broken(ctx):
+        raise RuntimeError("the event loop of the queue is full")
+
+    with pytest.raises(HandlerFailure) as err:
+        TestClient(app).call_tool("read_note")
+    assert not isinstance(err.value, UnsupportedAwait)
+    assert err.value.message == "RuntimeError: the event loop of the queue is full"

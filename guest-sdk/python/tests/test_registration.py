@@ -214,3 +214,84 @@ def test_registration_is_what_describe_answers(app, manifest):
 def test_app_takes_a_manifest():
     with pytest.raises(TypeError):
         App("atrium.app.yaml")  # type: ignore[arg-type]
+
+
+def test_rules_are_checked_in_the_typescript_sdks_order(app):
+    # An undeclared event is reported as such even when its handler is synchronous too.
+    err = refused(lambda: app.on_event("contact_deleted")(lambda ctx, event: None))
+    assert err.kind is Kind.UNKNOWN_EVENT
+
+
+def test_every_lifecycle_flag_is_named_in_its_refusal(app):
+    for hook in ("on_inbound", "on_user_added"):
+        err = refused(lambda hook=hook: getattr(app, hook)(handler))
+        assert err.message == (
+            f"cannot register {hook}: lifecycle.{hook} is not true in the manifest"
+        )
+
+
+def test_a_name_taking_decorator_used_bare_is_refused(app):
+    # Without the check, @app.on_schedule would register nothing and replace the function.
+    with pytest.raises(TypeError) as err:
+
+        @app.on_schedule
+        async def hourly(ctx):
+            return None
+
+    assert str(err.value) == (
+        '@app.on_schedule takes the schedule\'s name: @app.on_schedule("nightly"), '
+        "not @app.on_schedule"
+    )
+    with pytest.raises(TypeError) as err:
+        app.on_event(handler)
+    assert str(err.value).startswith("@app.on_event takes the event's name")
+    assert app.registration().schedules == [] and app.registration().events == []
+
+
+def test_scopes_required_is_a_list(app):
+    with pytest.raises(TypeError) as err:
+        app.tool("read_note", scopes_required="notes.read")
+    assert str(err.value) == (
+        "scopes_required takes a list of scope names, not the string 'notes.read': "
+        "scopes_required=['notes.read']"
+    )
+    # `description` is documentation only, as in the TypeScript SDK.
+    app.tool("read_note", scopes_required=("notes.read",), description="Reads a note.")(ok)
+    assert app.registration().tools == ["read_note"]
+
+
+def test_a_handler_that_cannot_take_the_sdks_arguments_is_refused_at_registration(app):
+    def no_ctx():
+        return None
+
+    with pytest.raises(TypeError) as err:
+        app.tool("read_note")(no_ctx)
+    assert str(err.value) == (
+        "cannot register tool `read_note`: its handler is called as (ctx, **arguments), "
+        "which test_a_handler_that_cannot_take_the_sdks_arguments_is_refused_at_registration"
+        ".<locals>.no_ctx() does not accept (too many positional arguments)"
+    )
+    # Required keyword arguments are the tool's arguments, checked per call.
+    app.tool("read_note")(lambda ctx, id, *, strict=False: id)
+
+    async def install(ctx, extra):
+        return None
+
+    with pytest.raises(TypeError) as err:
+        app.on_install(install)
+    assert "cannot register on_install: its handler is called as (ctx), which" in str(err.value)
+    assert "missing a required argument: 'extra'" in str(err.value)
+    for register, shape in [
+        (lambda f: app.on_schedule("hourly")(f), "(ctx)"),
+        (lambda f: app.on_event("contact_changed")(f), "(ctx, event)"),
+        (app.on_message, "(ctx, agent_slug, message)"),
+        (lambda f: app.route("GET", "/hook")(f), "(ctx, request)"),
+    ]:
+
+        async def wrong(ctx, a, b, c, d):
+            return None
+
+        with pytest.raises(TypeError) as err:
+            register(wrong)
+        assert f"its handler is called as {shape}" in str(err.value)
+    assert app.registration().lifecycle == [] and app.registration().routes == []

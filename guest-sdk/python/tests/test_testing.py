@@ -130,7 +130,9 @@ def test_simulate_event_routes_to_the_handler_or_says_no_handler(app, manifest):
         "agent": "writer",
         "payload": {"id": 3},
     }
-    assert client.simulate_event("contact_changed", {}, emitter_app_id="crm-eu")["from"] == "crm-eu"
+    # An emitter the manifest does not subscribe to has no subscription to target an agent.
+    other = client.simulate_event("contact_changed", {}, emitter_app_id="crm-eu")
+    assert (other["from"], other["agent"]) == ("crm-eu", None)
     with pytest.raises(NoHandler) as err:
         TestClient(App(manifest)).simulate_event("contact_changed", {})
     assert err.value.message == "event `contact_changed`"
@@ -254,10 +256,14 @@ def test_the_dev_mock_file(app, tmp_path):
         ("[]", "the mock file must be a JSON object"),
         ('{"c": {}}', "mock `c` needs `ok`: true or false"),
         ("{", "the mock file is not valid JSON"),
+        (str(tmp_path / "atrium.dev.jsn"), f"cannot read the mock file {tmp_path / 'atrium.dev.jsn'}: "),
     ]:
         with pytest.raises(ValueError) as err:
             TestClient(app).mock_file(text)
         assert message in str(err.value)
+    # A path given as a string, and the file's text, load alike.
+    assert TestClient(app).grant("notes.read").mock_file(str(mocks)).call_tool("read_note")["note"] == {"text": "from file"}
+    assert TestClient(app).grant("notes.read").mock_file(mocks.read_text()).call_tool("read_note")["note"] == {"text": "from file"}
 
 
 def test_tool_arguments_are_bound_and_checked(app):
@@ -280,6 +286,9 @@ def test_tool_arguments_are_bound_and_checked(app):
             client.call_tool("read_note", args)
         assert err.value.message == f"the arguments do not match: {message}"
     with pytest.raises(InvalidInput) as err:
+        client.call_tool("read_note", id=object())
+    assert err.value.message.startswith("the arguments do not serialize: ")
+    with pytest.raises(InvalidInput) as err:
         app.call_tool(client.ctx(), "read_note", "[1]")
     assert err.value.message == "the arguments must be a JSON object"
     with pytest.raises(InvalidInput) as err:
@@ -287,11 +296,38 @@ def test_tool_arguments_are_bound_and_checked(app):
     assert err.value.message.startswith("the arguments are not valid JSON")
 
 
+def test_json_numbers_are_given_as_the_annotated_type(app):
+    seen = []
+
+    @app.tool("read_note")
+    def read_note(ctx, id: int, ratio: float | None = None, either: int | float = 0):
+        seen.append((id, ratio, either))
+        return None
+
+    client = TestClient(app)
+    client.call_tool("read_note", id=3.0, ratio=2, either=1.5)
+    client.call_tool("read_note", id=4, either=2.0)
+    assert seen == [(3, 2.0, 1.5), (4, None, 2.0)]
+    assert [type(v) for v in seen[0]] == [int, float, float]
+    assert type(seen[1][2]) is float  # a union naming the value's own type keeps it
+    with pytest.raises(InvalidInput) as err:
+        client.call_tool("read_note", id=3.5)
+    assert err.value.message == "the arguments do not match: `id` must be an integer, got a number"
+
+
 def test_results_must_serialize(app):
     @app.tool("read_note")
     def read_note(ctx):
         return {"when": object()}
 
+    @app.on_event("contact_changed")
+    async def changed(ctx, event):
+        return {1, 2}
+
+    client = TestClient(app)
     with pytest.raises(HandlerFailure) as err:
-        TestClient(app).call_tool("read_note")
-    assert err.value.message.startswith("the result does not serialize to JSON")
+        client.call_tool("read_note")
+    assert err.value.message == "the result does not serialize: Object of type object is not JSON serializable"
+    with pytest.raises(HandlerFailure) as err:
+        client.simulate_event("contact_changed", {})
+    assert err.value.message == "the result does not serialize: Object of type set is not JSON serializable"

@@ -10,9 +10,10 @@ import {
   NoHandlerError,
   RegistrationError,
   RegistrationErrorKind as Kind,
-  describe,
+  messageOf,
 } from './errors.js';
 import { HttpResponse, asResponse, matchRoute } from './http.js';
+import { jsonText } from './json.js';
 import { declarations, readValidated, validateText } from './manifest.js';
 
 /** The lifecycle hooks, named as in the manifest, in the order `describe` lists them. */
@@ -41,21 +42,16 @@ function double(what, name) {
 /** Handlers must return a promise: only `async` functions are accepted (checked at registration). */
 function requireAsync(subject, handler) {
   if (handler instanceof AsyncFunction) return;
-  const got = typeof handler === 'function' ? 'a function that is not async' : typeof handler;
+  const got = typeof handler === 'function' ? 'a function that is not async' : handler === null ? 'null' : typeof handler;
   throw fail(
     Kind.NotAsync,
     `cannot register ${subject}: the handler must be an async function (a TypeScript handler returns a promise; got ${got})`,
   );
 }
 
+/** A handler's result as JSON text (nothing returned is `null`). */
 function serialize(value) {
-  try {
-    const text = JSON.stringify(value === undefined ? null : value);
-    if (text === undefined) throw new TypeError(`${typeof value} is not JSON`);
-    return text;
-  } catch (e) {
-    throw new FailedError(`the result does not serialize: ${e.message}`);
-  }
+  return jsonText(value === undefined ? null : value, (why) => new FailedError(`the result does not serialize: ${why}`));
 }
 
 function parseJson(text, what) {
@@ -132,15 +128,17 @@ export class App {
       options = {};
     }
     options = options ?? {};
+    if (typeof options !== 'object' || Array.isArray(options)) {
+      throw new TypeError(`cannot register tool \`${name}\`: the options are {description, scopesRequired} (got ${typeof options === 'object' ? 'a list' : typeof options})`);
+    }
     const d = this._decl;
-    if (!d.tools.some((t) => t.name === name)) {
-      throw fail(
-        Kind.UnknownTool,
-        `cannot register tool \`${name}\`: it is not in the manifest's tools (${listing(d.tools.map((t) => t.name))})`,
-      );
+    if (!d.tools.includes(name)) {
+      throw fail(Kind.UnknownTool, `cannot register tool \`${name}\`: it is not in the manifest's tools (${listing(d.tools)})`);
     }
     const scopes = options.scopesRequired ?? [];
-    if (!Array.isArray(scopes)) throw new TypeError('scopesRequired is a list of scope names');
+    if (!Array.isArray(scopes) || !scopes.every((s) => typeof s === 'string')) {
+      throw new TypeError(`cannot register tool \`${name}\`: scopesRequired must be a list of scope names`);
+    }
     const outside = scopes.filter((s) => !d.requiredScopes.includes(s));
     if (outside.length > 0) {
       throw fail(
@@ -150,7 +148,8 @@ export class App {
     }
     requireAsync(`tool \`${name}\``, handler);
     if (this._tools.has(name)) throw double('tool', name);
-    this._tools.set(name, { handler, description: options.description ?? null, scopesRequired: [...scopes] });
+    // `description` is documentation in the code: the planner reads the manifest's.
+    this._tools.set(name, handler);
     return this;
   }
 
@@ -269,13 +268,13 @@ export class App {
 
   /** Runs tool `name` with JSON arguments (text); answers the JSON result (text). */
   async callTool(ctx, name, argsText) {
-    const tool = this._tools.get(name);
-    if (!tool) throw new NoHandlerError(`tool \`${name}\``);
+    const handler = this._tools.get(name);
+    if (!handler) throw new NoHandlerError(`tool \`${name}\``);
     const args = parseJson(argsText, 'the arguments do not match');
     if (args === null || typeof args !== 'object' || Array.isArray(args)) {
       throw new InvalidInputError('the arguments do not match: expected a JSON object');
     }
-    return serialize(await tool.handler(ctx, args));
+    return serialize(await handler(ctx, args));
   }
 
   /** Runs `on_install` or `on_uninstall` by its manifest name. */
@@ -352,7 +351,7 @@ export class App {
         return asResponse(await route.handler(ctx, request));
       } catch (e) {
         if (e instanceof InvalidInputError) return HttpResponse.text(400, e.message);
-        return HttpResponse.text(500, describe(e));
+        return HttpResponse.text(500, messageOf(e));
       }
     }
     return pathMatched ? HttpResponse.text(405, 'method not allowed') : HttpResponse.text(404, 'no such route');

@@ -23,7 +23,7 @@ import { Fields, OutgoingBody, OutgoingResponse, ResponseOutparam } from 'wasi:h
 import { App, createdApps } from './app.js';
 import { Ctx } from './ctx.js';
 import { handlersFor } from './dispatch.js';
-import { AgentCallError, EntryError, FailedError, RegistrationError, ToolCallError, describe } from './errors.js';
+import { AgentCallError, EntryError, FailedError, RegistrationError, ToolCallError, messageOf } from './errors.js';
 import { HttpRequest, HttpResponse } from './http.js';
 
 /** Largest request body a route reads; a larger one gets 413. */
@@ -61,7 +61,7 @@ function guard(convert, run) {
 export const importsBackend = {
   callInfo: () => current(),
   publicCallbackUrl: (path) =>
-    guard((e) => new FailedError(typeof payloadOf(e) === 'string' ? payloadOf(e) : describe(e)), () => publicCallbackUrl(path)),
+    guard((e) => new FailedError(typeof payloadOf(e) === 'string' ? payloadOf(e) : messageOf(e)), () => publicCallbackUrl(path)),
   callTool: (name, args) => guard(asToolError, () => call(name, args)),
   secret: (key) => secretGet(key) ?? null,
   configGet: (key) => configGet(key) ?? null,
@@ -93,7 +93,7 @@ export const importsBackend = {
 export function resolveApp(entry, failure) {
   if (failure !== undefined) {
     if (failure instanceof RegistrationError) return () => { throw failure; };
-    const error = new EntryError(`the app's entry module failed while registering: ${describe(failure)}`);
+    const error = new EntryError(`the app's entry module failed while registering: ${messageOf(failure)}`);
     return () => { throw error; };
   }
   const candidates = [entry?.default, entry?.app].filter((a) => a instanceof App);
@@ -201,17 +201,17 @@ export function exportApp(entry, failure) {
             app = getApp();
           } catch (e) {
             app = null;
-            response = HttpResponse.text(500, describe(e));
+            response = HttpResponse.text(500, messageOf(e));
           }
           if (app) response = await app.serve(new Ctx(importsBackend), read);
         }
       } catch (e) {
-        response = HttpResponse.text(500, describe(e));
+        response = HttpResponse.text(500, messageOf(e));
       }
       try {
         writeResponse(response, responseOut);
       } catch (e) {
-        log('error', `the response could not be written: ${describe(e)}`);
+        log('error', `the response could not be written: ${messageOf(e)}`);
       }
     },
   };

@@ -3,9 +3,10 @@
 // The platform's imports are synchronous, so the promises of `ctx` resolve at once; they are
 // promises so that handlers read the same on every platform (`await ctx.tools.call(...)`).
 
+import { roomMessageFromWire } from './app.js';
 import { AgentCallError, FailedError, ToolCallError } from './errors.js';
 import { HttpResponse, toBytes } from './http.js';
-import { roomMessageFromWire } from './app.js';
+import { jsonText } from './json.js';
 
 /**
  * The platform as the SDK reaches it: the component's imports (src/component.js) or the test
@@ -17,7 +18,7 @@ import { roomMessageFromWire } from './app.js';
  * @property {() => {tenantId: string, appId: string, appVersion: string, callId: string, chainDepth: number, visitedAgents: string[], publicRoute: boolean}} callInfo
  * @property {(path: string) => string} publicCallbackUrl
  * @property {(name: string, args: string) => string} callTool
- * @property {(key: string) => string | null} secret
+ * @property {(key: string) => string | null} secret  a malformed key reads as null (the host logs why)
  * @property {(key: string) => string | null} configGet
  * @property {() => string} configAll
  * @property {(roomId: string, content: string, fromAgent: string, metadata: string | null) => object} roomPost
@@ -33,7 +34,11 @@ import { roomMessageFromWire } from './app.js';
 
 const SECRET_KEY = /^[A-Z][A-Z0-9_]{0,63}$/;
 
-/** Whether `key` is a secret key (`^[A-Z][A-Z0-9_]{0,63}$`). */
+/**
+ * Whether `key` is a secret key (`^[A-Z][A-Z0-9_]{0,63}$`), for an app that checks keys it
+ * builds. `ctx.secrets.get` leaves the check to the host (the test client to the host's code in
+ * the validator module), which logs the warning for a malformed key.
+ */
 export function isSecretKey(key) {
   return typeof key === 'string' && SECRET_KEY.test(key);
 }
@@ -42,15 +47,9 @@ function toolRefusal(toolName, decision, message) {
   return new ToolCallError({ toolName, decision, message, neededScopes: [] });
 }
 
-function stringifyArgs(name, args) {
-  let text;
-  try {
-    text = JSON.stringify(args === undefined ? {} : args);
-  } catch (e) {
-    throw toolRefusal(name, 'invalid_arguments', `the arguments do not serialize: ${e.message}`);
-  }
-  if (text === undefined) throw toolRefusal(name, 'invalid_arguments', 'the arguments do not serialize');
-  return text;
+/** A failure of the platform's HTTP client (or of the test backend's) as a `FailedError`. */
+function asFailed(e) {
+  return e instanceof FailedError ? e : new FailedError(e?.message ?? String(e));
 }
 
 /** The context of one call. */
@@ -64,11 +63,12 @@ export class Ctx {
     this.tools = {
       /** Calls a platform tool with an arguments object; resolves to its JSON result. Rejects with `ToolCallError`. */
       async call(name, args = {}) {
-        const text = b.callTool(String(name), stringifyArgs(name, args));
+        const argsText = jsonText(args, (why) => toolRefusal(String(name), 'invalid_arguments', `the arguments do not serialize: ${why}`));
+        const text = b.callTool(String(name), argsText);
         try {
           return JSON.parse(text);
         } catch (e) {
-          throw toolRefusal(name, 'invalid_result', `the result does not have the expected shape: ${e.message}`);
+          throw toolRefusal(String(name), 'invalid_result', `the result does not have the expected shape: ${e.message}`);
         }
       },
     };
@@ -77,19 +77,12 @@ export class Ctx {
     this.secrets = {
       /**
        * A secret's value, or null when it is not set, the key is malformed (it must match
-       * `^[A-Z][A-Z0-9_]{0,63}$`) or the platform cannot be reached. Never throws.
+       * `^[A-Z][A-Z0-9_]{0,63}$`; the host logs a warning and answers none) or the platform
+       * cannot be reached. Never throws.
        */
       get(key) {
         try {
-          if (!isSecretKey(key)) {
-            try {
-              b.log('warn', `secrets.get(\`${String(key)}\`): a secret key must match ^[A-Z][A-Z0-9_]{0,63}$; returning null`);
-            } catch {
-              // The warning is a courtesy; get never fails.
-            }
-            return null;
-          }
-          const value = b.secret(key);
+          const value = b.secret(String(key));
           return typeof value === 'string' ? value : null;
         } catch {
           return null;
@@ -127,14 +120,10 @@ export class Ctx {
        * object; resolves to `{message, routedTargets}`. Rejects with `ToolCallError`.
        */
       async post(roomId, content, { fromAgent = '', metadata } = {}) {
-        let meta = null;
-        if (metadata !== undefined && metadata !== null) {
-          try {
-            meta = JSON.stringify(metadata);
-          } catch (e) {
-            throw toolRefusal('rooms.post', 'invalid_arguments', `metadata does not serialize: ${e.message}`);
-          }
-        }
+        const meta =
+          metadata === undefined || metadata === null
+            ? null
+            : jsonText(metadata, (why) => toolRefusal('rooms.post', 'invalid_arguments', `metadata does not serialize: ${why}`));
         const posted = b.roomPost(String(roomId), String(content), String(fromAgent), meta);
         return { message: roomMessageFromWire(posted.message), routedTargets: [...posted.routedTargets] };
       },
@@ -162,9 +151,8 @@ export class Ctx {
         const opts = typeof options === 'string' ? { method: options, body } : (options ?? {});
         let bytes = null;
         if (opts.body !== undefined && opts.body !== null) {
-          bytes = typeof opts.body === 'object' && !ArrayBuffer.isView(opts.body) && !(opts.body instanceof ArrayBuffer)
-            ? toBytes(JSON.stringify(opts.body))
-            : toBytes(opts.body);
+          const json = typeof opts.body === 'object' && !ArrayBuffer.isView(opts.body) && !(opts.body instanceof ArrayBuffer);
+          bytes = toBytes(json ? jsonText(opts.body, (why) => new AgentCallError({ reason: `the body does not serialize: ${why}` })) : opts.body);
         }
         const answer = b.fetch(String(app), String(path), String(opts.method ?? 'GET'), bytes);
         return new HttpResponse(answer.status, answer.headers, answer.body);
@@ -175,12 +163,7 @@ export class Ctx {
     this.events = {
       /** Emits event `name` (declared in `emits`); resolves to `{wireCount, dispatched, failures}`. Rejects with `AgentCallError`. */
       async emit(name, payload = {}) {
-        let text;
-        try {
-          text = JSON.stringify(payload === undefined ? null : payload);
-        } catch (e) {
-          throw new AgentCallError({ reason: `the payload does not serialize: ${e.message}` });
-        }
+        const text = jsonText(payload, (why) => new AgentCallError({ reason: `the payload does not serialize: ${why}` }));
         const result = b.emit(String(name), text);
         return { wireCount: result.wireCount, dispatched: result.dispatched, failures: result.failures };
       },
@@ -213,31 +196,35 @@ export class Ctx {
       error: log('error'),
     };
 
-    /** Outbound HTTP to the hosts in `network.egress_hosts`. */
-    this.http = {
-      /**
-       * Sends a request `{method, url, headers, body}`; resolves to an `HttpResponse`. Rejects
-       * with `FailedError` when the request is refused or fails.
-       */
-      async send({ method = 'GET', url, headers = [], body = null }) {
-        const pairs = Array.isArray(headers) ? headers : Object.entries(headers);
-        const request = {
+    /**
+     * Sends a request `{method, url, headers, body}`; resolves to an `HttpResponse`. Rejects
+     * with `FailedError` when the request is refused or fails.
+     */
+    const send = async ({ method = 'GET', url, headers = [], body = null } = {}) => {
+      let request;
+      try {
+        const pairs = Array.isArray(headers) ? headers : Object.entries(headers ?? {});
+        request = {
           method: String(method).toUpperCase(),
           url: String(url),
           headers: pairs.map(([k, v]) => [String(k), String(v)]),
           body: toBytes(body),
         };
-        try {
-          const answer = await b.httpSend(request);
-          return new HttpResponse(answer.status, answer.headers, answer.body);
-        } catch (e) {
-          throw e instanceof FailedError ? e : new FailedError(e?.message ?? String(e));
-        }
-      },
+      } catch (e) {
+        throw new FailedError(`the request is not valid: ${e.message}`);
+      }
+      try {
+        const answer = await b.httpSend(request);
+        return new HttpResponse(answer.status, answer.headers, answer.body);
+      } catch (e) {
+        throw asFailed(e);
+      }
+    };
+    /** Outbound HTTP to the hosts in `network.egress_hosts`. */
+    this.http = {
+      send,
       /** A GET request. */
-      async get(url, { headers = [] } = {}) {
-        return this.send({ method: 'GET', url, headers });
-      },
+      get: async (url, { headers = [] } = {}) => send({ method: 'GET', url, headers }),
     };
   }
 
@@ -286,7 +273,7 @@ export class Ctx {
     try {
       return this._backend.publicCallbackUrl(String(path));
     } catch (e) {
-      throw e instanceof FailedError ? e : new FailedError(e?.message ?? String(e));
+      throw asFailed(e);
     }
   }
 }

@@ -162,11 +162,11 @@ export function toHandlerError(error) {
     return { tag: 'registration', val: error.message };
   }
   if (error instanceof FailedError) return { tag: 'failed', val: error.message };
-  return { tag: 'failed', val: describe(error) };
+  return { tag: 'failed', val: messageOf(error) };
 }
 
 /** A readable message for anything thrown: the error's display, else its string form. */
-export function describe(error) {
+export function messageOf(error) {
   try {
     if (error instanceof ToolCallError || error instanceof AgentCallError || error instanceof InvalidInputError) {
       return error.toString();

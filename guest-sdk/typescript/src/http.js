@@ -3,6 +3,7 @@
 // (`invoice-{id}.pdf`), a trailing slash ignored.
 
 import { InvalidInputError } from './errors.js';
+import { jsonText } from './json.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -82,11 +83,11 @@ export class HttpResponse {
     this.body = toBytes(body);
   }
 
-  /** A response with a JSON body (status 200 unless given). */
+  /** A response with a JSON body (status 200 unless given); a 500 when `value` is not JSON. */
   static json(value, status = 200) {
     let text;
     try {
-      text = JSON.stringify(value ?? null);
+      text = jsonText(value ?? null, (why) => new TypeError(why));
     } catch (e) {
       return HttpResponse.text(500, `the response does not serialize: ${e.message}`);
     }

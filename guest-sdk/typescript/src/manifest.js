@@ -35,18 +35,17 @@ export function readValidated(path, stack) {
   return { text, manifest, path: read.path };
 }
 
-/** What the registration rules and the test backend read from a normalised manifest. */
+/**
+ * What the registration rules (and the test client's call identity) read from a normalised
+ * manifest. The test client's sandbox checks read the manifest itself, in the validator module.
+ */
 export function declarations(manifest) {
   const lifecycle = manifest.lifecycle ?? {};
   return {
     appId: manifest.app_id,
     version: manifest.version,
     requiredScopes: manifest.required_scopes ?? [],
-    tools: (manifest.tools ?? []).map((t) => ({
-      name: t.name,
-      scopesRequired: t.scopes_required ?? [],
-      agentVisible: t.agent_visible !== false,
-    })),
+    tools: (manifest.tools ?? []).map((t) => t.name),
     lifecycle: {
       on_install: lifecycle.on_install === true,
       on_uninstall: lifecycle.on_uninstall === true,
@@ -54,24 +53,12 @@ export function declarations(manifest) {
       on_user_added: lifecycle.on_user_added === true,
       schedules: (lifecycle.schedules ?? []).map((s) => s.name),
     },
-    agents: (manifest.agents ?? []).map((a) => ({
-      id: a.id,
-      name: a.name,
-      team: a.team ?? [],
-      isDefault: a.is_default === true,
-    })),
-    emits: manifest.emits ?? [],
+    agents: (manifest.agents ?? []).map((a) => a.id),
     subscriptions: (manifest.subscribes_to ?? []).map((s) => ({
       emitterApp: s.emitter_app,
       eventName: s.event_name,
       targetAgent: s.target && typeof s.target.agent === 'string' ? s.target.agent : null,
     })),
-    routes: (manifest.http_routes ?? []).map((r) => ({
-      method: String(r.method).toUpperCase(),
-      path: r.path,
-      public: r.public === true,
-    })),
-    settings: (manifest.install_settings ?? []).map((s) => s.id),
-    egressHosts: manifest.network?.egress_hosts ?? [],
+    routes: (manifest.http_routes ?? []).map((r) => ({ method: String(r.method).toUpperCase(), path: r.path })),
   };
 }

@@ -44,8 +44,11 @@ export function loadEsbuild(file) {
   );
 }
 
-/** Where `@atrium/sdk[/sub]` points in this SDK, by its package.json `exports`. */
-function sdkExport(specifier) {
+/**
+ * Where `@atrium/sdk[/sub]` points in this SDK, by its package.json `exports` (a `file:` URL),
+ * or null when the package exports no such path. The build tool resolves the same way.
+ */
+export function sdkExport(specifier) {
   const pkg = JSON.parse(readFileSync(new URL('package.json', SDK_ROOT), 'utf8'));
   const sub = specifier === '@atrium/sdk' ? '.' : `./${specifier.slice('@atrium/sdk/'.length)}`;
   const target = pkg.exports?.[sub];

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 
 import { AgentCallError, App, FailedError, HttpResponse, ToolCallError, isSecretKey } from '../src/index.js';
 import { TestClient } from '../src/testing/index.js';
+import { sandboxCheck } from '../src/validator.js';
 
 const app = App.fromManifest('fixtures/atrium.app.yaml');
 const client = (options) => new TestClient(app, options);
@@ -81,10 +82,17 @@ test('secrets.get answers the value or null, and never throws', () => {
   assert.equal(ctx.secrets.get('bank_api_key'), null, 'a malformed key reads as unset');
   assert.equal(ctx.secrets.get(`A${'B'.repeat(64)}`), null);
   assert.equal(ctx.secrets.get(undefined), null);
-  assert.deepEqual(c.logs.at(-1), ['warn', 'secrets.get(`undefined`): a secret key must match ^[A-Z][A-Z0-9_]{0,63}$; returning null']);
+  // The host's warning, in the host's words (the validator module runs its check).
+  assert.deepEqual(c.logs.at(-1), ['warn', 'secrets.get(`undefined`): a secret key must match ^[A-Z][A-Z0-9_]{0,63}$; returning none']);
+  assert.deepEqual(c.logs.map(([level]) => level), ['warn', 'warn', 'warn']);
   c.secretsUnreachable();
   assert.equal(ctx.secrets.get('BANK_API_KEY'), null, 'a platform failure reads as unset');
-  assert.ok(isSecretKey('A') && isSecretKey(`A${'1'.repeat(63)}`) && !isSecretKey(`A${'1'.repeat(64)}`) && !isSecretKey('1A'));
+  // isSecretKey, the helper for apps, agrees with the host's rule.
+  const keys = ['A', `A${'1'.repeat(63)}`, `A${'1'.repeat(64)}`, '1A', '_A', 'a', 'A_B9', 'AB-C', '', 'É'];
+  for (const key of keys) {
+    const host = sandboxCheck({ manifest: app.manifestText, check: { kind: 'secret_key', key } });
+    assert.equal(isSecretKey(key), 'ok' in host, key);
+  }
 });
 
 test('config reads the install settings', () => {
@@ -229,6 +237,53 @@ test('logger and outbound HTTP', async () => {
   assert.deepEqual(c.httpRequests[0].headers, [['authorization', 'Bearer t']]);
   const refused = await rejection(ctx.http.get('https://evil.example/'), FailedError);
   assert.equal(refused.message, 'request refused: HttpRequestDenied (`evil.example` is not in network.egress_hosts)');
-  assert.match((await rejection(ctx.http.get('https://api.bank.example:8443/'), FailedError)).message, /^no mock response for /);
   assert.match((await rejection(ctx.http.get('https://bank.example/'), FailedError)).message, /is not in network\.egress_hosts/);
+  assert.match((await rejection(ctx.http.get('not a url'), FailedError)).message, /^`not a url` is not a valid URL$/);
+  assert.match((await rejection(ctx.http.send({ url: 'https://api.example.com/', body: 42 }), FailedError)).message, /^the request is not valid: a body is a string/);
+  // `get` needs no `this`.
+  const { get } = ctx.http;
+  assert.equal((await get('https://api.example.com/v1?x=1')).text(), 'fine');
+});
+
+test('outbound hosts are matched by the host\'s EgressPolicy, through the validator module', async () => {
+  // The host's rules: exact names and `*.` subdomains, case-insensitive, a trailing dot and the
+  // port ignored; user info is not the host; the wildcard's own domain is not a subdomain.
+  const ctx = client().ctx();
+  const allowed = ['https://API.Example.com./v1', 'https://api.example.com:8443/', 'https://user:pw@api.example.com/', 'https://a.b.bank.example/', 'http://x.bank.example'];
+  for (const url of allowed) {
+    assert.match((await rejection(ctx.http.get(url), FailedError)).message, /^no mock response for /, url);
+  }
+  const refused = {
+    'https://bank.example/': 'bank.example',
+    'https://notbank.example/': 'notbank.example',
+    'https://api.example.com.evil.example/': 'api.example.com.evil.example',
+    'https://api.example.com@evil.example/': 'evil.example',
+    'http://[::1]:8080/': '[::1]',
+    'http://127.0.0.1/': '127.0.0.1',
+  };
+  for (const [url, host] of Object.entries(refused)) {
+    assert.equal((await rejection(ctx.http.get(url), FailedError)).message, `request refused: HttpRequestDenied (\`${host}\` is not in network.egress_hosts)`, url);
+  }
+  // The module answers the check itself (a module older than the SDK does not know it).
+  const manifest = app.manifestText;
+  assert.deepEqual(sandboxCheck({ manifest, check: { kind: 'egress', host: 'a.bank.example' } }), { ok: true });
+  assert.deepEqual(sandboxCheck({ manifest, check: { kind: 'egress', host: 'bank.example' } }), { ok: false });
+});
+
+test('values that are not JSON are refused before they reach the platform', async () => {
+  const c = client().mockTool('free', {}).answerFetch('crm', '/x', { status: 200 });
+  const ctx = c.ctx();
+  const cyclic = {};
+  cyclic.self = cyclic;
+  const args = await rejection(ctx.tools.call('free', cyclic), ToolCallError);
+  assert.deepEqual([args.decision, args.message.split(':')[0]], ['invalid_arguments', 'the arguments do not serialize']);
+  const fn = await rejection(ctx.tools.call('free', () => 1), ToolCallError);
+  assert.equal(fn.message, 'the arguments do not serialize: function is not JSON');
+  const meta = await rejection(ctx.rooms.post('r', 'x', { fromAgent: 'writer', metadata: { n: 1n } }), ToolCallError);
+  assert.deepEqual([meta.toolName, meta.decision, meta.message], ['rooms.post', 'invalid_arguments', 'metadata does not serialize: Do not know how to serialize a BigInt']);
+  const payload = await rejection(ctx.events.emit('note_saved', Symbol('x')), AgentCallError);
+  assert.equal(payload.reason, 'the payload does not serialize: symbol is not JSON');
+  const body = await rejection(ctx.apps.fetch('crm', '/x', { method: 'POST', body: cyclic }), AgentCallError);
+  assert.match(body.reason, /^the body does not serialize: /);
+  assert.deepEqual([c.toolCalls, c.emitted, c.rooms.posts, c.agentCalls], [[], [], [], []]);
 });

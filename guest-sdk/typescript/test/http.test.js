@@ -37,4 +37,6 @@ test('requests and responses', () => {
   assert.deepEqual([response.status, response.header('Content-Type'), response.text()], [202, 'application/json', '{"ok":true}']);
   assert.deepEqual([HttpResponse.status(204).status, HttpResponse.status(204).body.length], [204, 0]);
   assert.equal(new HttpResponse(200, { a: 'b' }, new Uint8Array([104, 105])).text(), 'hi');
+  const notJson = HttpResponse.json(() => 1);
+  assert.deepEqual([notJson.status, notJson.text()], [500, 'the response does not serialize: function is not JSON']);
 });

@@ -77,6 +77,7 @@ test('a relative path is found from the calling module when the working director
   try {
     assert.equal(loadManifest('fixtures/atrium.app.yaml').app_id, 'sdk-fixture');
     assert.equal(loadManifest(new URL('fixtures/app.json', import.meta.url)).app_id, 'json-app');
+    assert.equal(loadManifest({ href: new URL('fixtures/app.json', import.meta.url).href }).app_id, 'json-app', 'any {href}, as the types say');
   } finally {
     process.chdir(cwd);
   }

@@ -186,6 +186,19 @@ test('the registration lists what is registered, sorted, hooks in manifest order
   );
 });
 
+test('tool options: {description, scopesRequired}, in that shape', () => {
+  const app = fixture().tool('read_note', { description: 'Reads a note.' }, ok).tool('ping_tool', null, ok);
+  assert.deepEqual(app.registration().tools, ['ping_tool', 'read_note']);
+  assert.throws(() => fixture().tool('read_note', 'Reads a note.', ok), {
+    name: 'TypeError',
+    message: 'cannot register tool `read_note`: the options are {description, scopesRequired} (got string)',
+  });
+  assert.throws(() => fixture().tool('read_note', { scopesRequired: 'notes.read' }, ok), {
+    name: 'TypeError',
+    message: 'cannot register tool `read_note`: scopesRequired must be a list of scope names',
+  });
+});
+
 test('registrations chain and every kind is a Rust kind or NotAsync', () => {
   assert.deepEqual(Object.keys(Kind).sort(), [
     'DoubleRegistration',

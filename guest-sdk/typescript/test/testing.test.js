@@ -123,9 +123,18 @@ test('lifecycle hooks, schedules and room messages', async () => {
 test('simulateEvent routes to the handler and tells emitters apart', async () => {
   const c = new TestClient(app);
   assert.deepEqual(await c.simulateEvent('contact_changed', { id: 7 }), { from: 'crm', target: 'writer', payload: { id: 7 } });
-  assert.deepEqual(await c.simulateEvent('contact_changed', { id: 8 }, { emitterAppId: 'crm-two' }), { from: 'crm-two', target: 'writer', payload: { id: 8 } });
+  // Each emitter's subscription names its own target agent (crm-two's is editor).
+  assert.deepEqual(await c.simulateEvent('contact_changed', { id: 8 }, { emitterAppId: 'crm-two' }), { from: 'crm-two', target: 'editor', payload: { id: 8 } });
+  assert.deepEqual(await c.simulateEvent('contact_changed', null, { emitterAppId: 'stranger' }), { from: 'stranger', target: null, payload: null });
   const none = await handlerError(c.simulateEvent('contact_deleted', {}));
   assert.deepEqual([none.tag, none.val], ['no-handler', 'event `contact_deleted`']);
+  const cyclic = {};
+  cyclic.self = cyclic;
+  const unserializable = await handlerError(c.simulateEvent('contact_changed', cyclic));
+  assert.equal(unserializable.tag, 'invalid-input');
+  assert.match(unserializable.val, /^the event payload does not serialize: /);
+  const badArgs = await handlerError(c.callTool('ping_tool', { n: 1n }));
+  assert.deepEqual([badArgs.tag, badArgs.val], ['invalid-input', 'the arguments do not serialize: Do not know how to serialize a BigInt']);
 });
 
 test('routes: placeholders, query, headers, 400, 404, 405, 500', async () => {

@@ -265,11 +265,10 @@ async fn dispatch(args: &Args, app: &App, inv: &Invocation) -> Result<String, Fa
     }
     if let Some(name) = &args.event {
         let payload = input_json(args, 0, "the event payload")?;
-        let subscription = app
-            .manifest()
-            .subscribes_to
-            .iter()
-            .find(|s| &s.event_name == name);
+        // The emitter's own subscription (its `target_agent`), else the first of the event's.
+        let subscription = app.manifest().subscribes_to.iter().find(|s| {
+            &s.event_name == name && args.emitter.as_ref().is_none_or(|e| &s.emitter_app == e)
+        });
         let emitter = args
             .emitter
             .clone()

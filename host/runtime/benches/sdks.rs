@@ -18,6 +18,17 @@ fn manifest(path: &Path) -> atrium_manifest::Manifest {
     atrium_manifest::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The process's minor page faults so far (`/proc/self/stat`, field 10).
+fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit(')').next().unwrap_or("");
+    after_name
+        .split_whitespace()
+        .nth(7)
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0)
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
@@ -47,9 +58,9 @@ fn main() {
     ];
     let calls = 2_000;
     println!(
-        "| SDK | Component | Cold load (compile) | Cached load | First call | Trivial call p50 | p99 | max |"
+        "| SDK | Component | Cold load (compile) | Cached load | First call | Trivial call p50 | p99 | max | Page faults per call | Health check (mean) |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (name, component, manifest_path) in apps {
         let bytes = std::fs::read(&component).unwrap();
         let m = manifest(&manifest_path);
@@ -85,7 +96,7 @@ fn main() {
             .enable_all()
             .build()
             .unwrap();
-        let (first, mut samples) = tokio.block_on(async {
+        let (first, mut samples, faults, health) = tokio.block_on(async {
             let start = Instant::now();
             app.call_tool(&inv, "echo", "{}").await.unwrap();
             let first = start.elapsed();
@@ -93,17 +104,24 @@ fn main() {
                 app.call_tool(&inv, "echo", "{}").await.unwrap();
             }
             let mut samples = Vec::with_capacity(calls);
+            let faults = minor_faults();
             for _ in 0..calls {
                 let start = Instant::now();
                 app.call_tool(&inv, "echo", "{}").await.unwrap();
                 samples.push(start.elapsed());
             }
-            (first, samples)
+            let faults = (minor_faults() - faults) as f64 / calls as f64;
+            let start = Instant::now();
+            for _ in 0..200 {
+                app.health(&inv).await.unwrap();
+            }
+            let health = start.elapsed() / 200;
+            (first, samples, faults, health)
         });
         samples.sort();
         let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
         println!(
-            "| {name} | {:.1} MB | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {:.1} MB | {} | {} | {} | {} | {} | {} | {faults:.0} | {} |",
             bytes.len() as f64 / 1e6,
             ms(cold[1]),
             ms(cached[2]),
@@ -111,6 +129,7 @@ fn main() {
             us(at(0.5)),
             us(at(0.99)),
             us(at(1.0)),
+            us(health),
         );
     }
     println!("({calls} calls per SDK, each in a fresh instance, one thread)");

@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { sdkExport } from '../ts-loader.js';
 import { checkManifest, validatorPath } from '../validator.js';
 
 /** The SDK's directory (the package root). */
@@ -281,15 +282,6 @@ async function runEntry(entry, projectDir) {
   return loaded.slice(before);
 }
 
-/** The SDK file a `@atrium/sdk[/sub]` import names, by the package's exports. */
-function sdkFile(specifier) {
-  const pkg = JSON.parse(readFileSync(join(SDK_DIR, 'package.json'), 'utf8'));
-  const sub = specifier === '@atrium/sdk' ? '.' : `./${specifier.slice('@atrium/sdk/'.length)}`;
-  const target = pkg.exports?.[sub];
-  if (target === undefined) return null;
-  return join(SDK_DIR, typeof target === 'string' ? target : target.default);
-}
-
 /** Step 3: one ES module: the component glue, the entry, the SDK, the embedded manifests. */
 export async function bundle(esbuild, entry, embedded) {
   const glue = join(SDK_DIR, 'src/component.js');
@@ -309,9 +301,9 @@ export async function bundle(esbuild, entry, embedded) {
     setup(build) {
       // Every @atrium/sdk import is this SDK: the glue and the app share one App class.
       build.onResolve({ filter: /^@atrium\/sdk(\/.*)?$/ }, (args) => {
-        const file = sdkFile(args.path);
-        if (!file) return { errors: [{ text: `@atrium/sdk has no export ${args.path}` }] };
-        return { path: file };
+        const url = sdkExport(args.path);
+        if (!url) return { errors: [{ text: `@atrium/sdk has no export ${args.path}` }] };
+        return { path: fileURLToPath(url) };
       });
     },
   };

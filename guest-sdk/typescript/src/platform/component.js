@@ -7,9 +7,6 @@ import { ManifestError } from '../errors.js';
 /** Whether this is the component build. */
 export const IN_COMPONENT = true;
 
-/** Nothing is recorded inside a component. */
-export const loadedManifests = [];
-
 function embedded() {
   return globalThis.__atriumEmbeddedManifests ?? [];
 }
@@ -36,7 +33,7 @@ function normalise(path) {
 
 /** The embedded manifest named by `path`: the same path as at build time, else the same file name. */
 export function readManifestFile(path) {
-  const spec = String(path);
+  const spec = typeof path === 'object' && path !== null && typeof path.href === 'string' ? path.href : String(path);
   const all = embedded();
   let found = all.find((m) => m.spec === spec);
   if (!found) {
@@ -60,8 +57,3 @@ export function readManifestFile(path) {
 
 /** Nothing to record inside a component. */
 export function recordLoaded() {}
-
-/** No stack-based resolution inside a component. */
-export function resolveManifestPath(path) {
-  return String(path);
-}

@@ -1,11 +1,13 @@
 // Manifests on Node.js: files read from disk, validated by the validator module.
 
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve, basename } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { ManifestError } from '../errors.js';
-import { checkManifest as check } from '../validator.js';
+
+/** Checks a manifest text with the validator module: `{valid, manifest, findings}`. */
+export { checkManifest } from '../validator.js';
 
 /** Whether this is the component build (no file system, embedded manifests only). */
 export const IN_COMPONENT = false;
@@ -14,14 +16,9 @@ export const IN_COMPONENT = false;
  * Every manifest loaded from a file by this process, for the build tool to embed; a global,
  * so that a project's own copy of the SDK records into the same list.
  */
-export const loadedManifests = (globalThis[Symbol.for('atrium.sdk.loadedManifests')] ??= []);
+const loadedManifests = (globalThis[Symbol.for('atrium.sdk.loadedManifests')] ??= []);
 
 const SDK_DIR = fileURLToPath(new URL('..', import.meta.url));
-
-/** Checks a manifest text: `{valid, manifest, findings}`. */
-export function checkManifest(file, text) {
-  return check(file, text);
-}
 
 /** The files of the modules on the current stack, outside the SDK, innermost first. */
 function callerDirs(stack) {
@@ -47,7 +44,7 @@ function callerDirs(stack) {
  * package's root (the directory with a package.json), so that tests find the project's
  * manifest from any working directory.
  */
-export function resolveManifestPath(path, stack) {
+function resolveManifestPath(path, stack) {
   if (isAbsolute(path)) return path;
   const fromCwd = resolve(path);
   if (existsSync(fromCwd)) return fromCwd;
@@ -65,9 +62,19 @@ export function resolveManifestPath(path, stack) {
   return fromCwd;
 }
 
-/** Reads a manifest file: `{file, text}`. `ManifestError` when it cannot be read. */
+/**
+ * Reads a manifest file (a path, or a `file:` URL such as `new URL('x', import.meta.url)`):
+ * `{file, path, spec, text}`. `ManifestError` when it cannot be read.
+ */
 export function readManifestFile(path, stack) {
-  const spec = path instanceof URL ? fileURLToPath(path) : String(path);
+  let spec = String(path);
+  if (typeof path === 'object' && path !== null && typeof path.href === 'string') {
+    try {
+      spec = fileURLToPath(path.href);
+    } catch (e) {
+      throw new ManifestError(`cannot read ${path.href}: ${e.message}`);
+    }
+  }
   const full = resolveManifestPath(spec, stack);
   let text;
   try {

@@ -4,9 +4,10 @@
 
 import { AgentCallError, FailedError, ToolCallError } from '../errors.js';
 import { toBytes } from '../http.js';
-import { egressAllows, sandboxFor } from './sandbox.js';
+import { SandboxRefusal, sandboxFor } from './sandbox.js';
 
-function clone(value) {
+/** A deep copy of a JSON value (what crosses the WIT boundary is JSON). */
+export function clone(value) {
   return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
 }
 
@@ -21,19 +22,10 @@ function reply(answer, input, fallback) {
   return String(answer);
 }
 
-/** The host of a URL, without the port (a bracketed IPv6 address kept whole). */
-function hostOf(url) {
-  const rest = url.split('://')[1] ?? '';
-  const authority = rest.split(/[/?]/)[0] ?? '';
-  const hostPort = authority.includes('@') ? authority.slice(authority.lastIndexOf('@') + 1) : authority;
-  const at = hostPort.lastIndexOf(':');
-  if (at >= 0 && !hostPort.slice(at + 1).includes(']')) return hostPort.slice(0, at);
-  return hostPort;
-}
-
+/** The platform of a TestClient: mocks behind the host's sandbox rules. */
 export class MockBackend {
-  constructor(decl, manifestText, info) {
-    this.decl = decl;
+  /** A backend for the app whose manifest is `manifestText`; `info` is the call identity. */
+  constructor(manifestText, info) {
     this.sandbox = sandboxFor(manifestText);
     this.info = info;
     this.tools = new Map();
@@ -65,7 +57,7 @@ export class MockBackend {
     try {
       this.sandbox.publicCallbackPath(path);
     } catch (e) {
-      throw new FailedError(e.message);
+      throw e instanceof SandboxRefusal ? new FailedError(e.message) : e;
     }
     return `http://127.0.0.1:8787/api/apps/${this.info.appId}/public/t/${this.info.tenantId}${path}`;
   }
@@ -83,6 +75,14 @@ export class MockBackend {
   }
 
   secret(key) {
+    // As the host: a malformed key is logged for the developer and reads as unset.
+    try {
+      this.sandbox.secretKey(key);
+    } catch (e) {
+      if (!(e instanceof SandboxRefusal)) throw e;
+      this.log('warn', e.message);
+      return null;
+    }
     if (!this.secretsReachable) throw new Error('the platform cannot be reached');
     return this.secrets.has(key) ? this.secrets.get(key) : null;
   }
@@ -161,8 +161,15 @@ export class MockBackend {
   }
 
   async httpSend(request) {
-    const host = hostOf(request.url);
-    if (!egressAllows(this.decl.egressHosts, host)) {
+    // The host the engine's `fetch` hands to wasi:http: the WHATWG URL's (lower-case,
+    // punycode, no port or user; an IPv6 address in brackets).
+    let host;
+    try {
+      host = new URL(request.url).hostname;
+    } catch {
+      throw new Error(`\`${request.url}\` is not a valid URL`);
+    }
+    if (!this.sandbox.egress(host)) {
       throw new Error(`request refused: HttpRequestDenied (\`${host}\` is not in network.egress_hosts)`);
     }
     this.httpRequests.push({ ...request, headers: request.headers.map(([k, v]) => [k, v]) });

@@ -1,6 +1,6 @@
 // Types of @atrium/sdk/testing.
 
-import type { AgentCallError, App, Ctx, Headers, Body, HttpResponse, Json, Registration, RoomMessage, ToolCallError } from '../index.js';
+import type { AgentCallError, App, Body, Ctx, Headers, HttpResponse, Json, LogLevel, Registration, RoomMessage, ToolCallError } from '../index.js';
 
 export { HandlerError } from '../index.js';
 
@@ -84,7 +84,7 @@ export class TestClient {
   ctx(): Ctx;
   readonly toolCalls: [string, Record<string, Json>][];
   readonly emitted: [string, Json][];
-  readonly logs: [string, string][];
+  readonly logs: [LogLevel, string][];
   readonly agentCalls: string[];
   readonly commitments: [string, string, string, string | null][];
   readonly httpRequests: { method: string; url: string; headers: [string, string][]; body: Uint8Array }[];
@@ -97,7 +97,10 @@ export class TestClient {
   userAdded(user: { userId: string; displayName: string; email?: string | null }): Promise<void>;
   schedule(name: string): Promise<void>;
   roomMessage(agent: string, message: WireRoomMessage): Promise<void>;
-  /** Delivers an event; without `emitterAppId` the first subscribed emitter of that name. */
+  /**
+   * Delivers an event; without `emitterAppId` the first subscribed emitter of that name.
+   * `targetAgentSlug` is the `target_agent` of that emitter's subscription.
+   */
   simulateEvent<R = any>(eventName: string, payload?: unknown, options?: { emitterAppId?: string }): Promise<R>;
   /** Serves a request on the app's routes (never rejects). */
   request(method: string, path: string, options?: { body?: Body | object; headers?: Headers }): Promise<HttpResponse>;

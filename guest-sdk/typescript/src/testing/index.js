@@ -11,14 +11,11 @@ import { Ctx } from '../ctx.js';
 import { handlersFor } from '../dispatch.js';
 import { AgentCallError, HandlerError, ToolCallError } from '../errors.js';
 import { HttpRequest } from '../http.js';
+import { jsonText } from '../json.js';
 import { declarations } from '../manifest.js';
-import { MockBackend, normaliseResponse } from './backend.js';
+import { MockBackend, clone, normaliseResponse } from './backend.js';
 
 export { HandlerError };
-
-function clone(value) {
-  return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
-}
 
 /** Records every `ctx.rooms.post` call. */
 export class MockRooms {
@@ -64,6 +61,11 @@ export function inboundEnvelope(overrides = {}) {
   };
 }
 
+/** Metadata as it crosses the WIT boundary: JSON text (an object is serialized, none is `{}`). */
+function metadataText(metadata) {
+  return typeof metadata === 'string' ? metadata : JSON.stringify(metadata ?? {});
+}
+
 /** Parses the developer tool's mock file (`atrium.dev.json`): `[{name, scopes, result | error}]`. */
 export function parseMockFile(text) {
   let value;
@@ -105,7 +107,8 @@ export class TestClient {
     if (!(app instanceof App)) throw new TypeError('TestClient needs an App (App.fromManifest(...))');
     this.app = app;
     const decl = declarations(app.manifest);
-    this._backend = new MockBackend(decl, app.manifestText, {
+    this._subscriptions = decl.subscriptions;
+    this._backend = new MockBackend(app.manifestText, {
       tenantId,
       appId: decl.appId,
       appVersion: decl.version,
@@ -274,12 +277,7 @@ export class TestClient {
 
   /** Calls a tool; resolves to its result, rejects with a `HandlerError`. */
   async callTool(name, args = {}) {
-    let text;
-    try {
-      text = JSON.stringify(args);
-    } catch (e) {
-      throw new HandlerError({ tag: 'invalid-input', val: e.message });
-    }
+    const text = jsonText(args, (why) => new HandlerError({ tag: 'invalid-input', val: `the arguments do not serialize: ${why}` }));
     return this._unwrap(this._handlers.callTool(name, text), true);
   }
 
@@ -296,7 +294,7 @@ export class TestClient {
   /** Runs `on_inbound` with an envelope (see `inboundEnvelope`). */
   inbound(envelope) {
     const wire = { ...inboundEnvelope(), ...envelope };
-    if (typeof wire.metadata !== 'string') wire.metadata = JSON.stringify(wire.metadata ?? {});
+    wire.metadata = metadataText(wire.metadata);
     if (wire.subject === null) wire.subject = undefined;
     return this._unwrap(this._handlers.onInbound(wire));
   }
@@ -313,21 +311,24 @@ export class TestClient {
 
   /** Delivers a room message (see `roomMessage`) that mentions agent `agent`. */
   roomMessage(agent, message) {
-    const wire = { ...message };
-    if (typeof wire.metadata !== 'string') wire.metadata = JSON.stringify(wire.metadata ?? {});
+    const wire = { ...message, metadata: metadataText(message.metadata) };
     return this._unwrap(this._handlers.onMessage(agent, wire));
   }
 
   /**
    * Delivers an event as the platform would; resolves to the handler's result. Without
-   * `emitterAppId` the emitter is the first the manifest subscribes to for that name.
+   * `emitterAppId` the emitter is the first the manifest subscribes to for that name. The
+   * event names the agent of that emitter's subscription (`targetAgentSlug`), as the platform
+   * routes it; none for an emitter the manifest does not subscribe to.
    */
-  simulateEvent(eventName, payload = {}, { emitterAppId } = {}) {
-    const subscription = declarations(this.app.manifest).subscriptions.find((s) => s.eventName === eventName);
+  async simulateEvent(eventName, payload = {}, { emitterAppId } = {}) {
+    const named = this._subscriptions.filter((s) => s.eventName === eventName);
+    const emitter = emitterAppId ?? named[0]?.emitterApp ?? '';
+    const subscription = named.find((s) => s.emitterApp === emitter);
     const event = {
       eventName,
-      emitterAppId: emitterAppId ?? subscription?.emitterApp ?? '',
-      payload: JSON.stringify(payload === undefined ? null : payload),
+      emitterAppId: emitter,
+      payload: jsonText(payload, (why) => new HandlerError({ tag: 'invalid-input', val: `the event payload does not serialize: ${why}` })),
       targetAgentSlug: subscription?.targetAgent ?? undefined,
     };
     return this._unwrap(this._handlers.onEvent(event), true);
@@ -344,7 +345,7 @@ export class TestClient {
       path: at >= 0 ? path.slice(0, at) : path,
       query: at >= 0 ? path.slice(at + 1) : null,
       headers: Array.isArray(headers) ? headers : Object.entries(headers),
-      body: body !== null && typeof body === 'object' && !(body instanceof Uint8Array) && !(body instanceof ArrayBuffer) ? JSON.stringify(body) : body,
+      body: body !== null && typeof body === 'object' && !ArrayBuffer.isView(body) && !(body instanceof ArrayBuffer) ? JSON.stringify(body) : body,
     });
     return this.app.serve(new Ctx(this._backend), request);
   }

@@ -1,11 +1,19 @@
 // The host's sandbox rules for the test backend: what the host checks on every call an app
-// makes into the platform, run by the host's own code (`atrium_manifest::sandbox`, exported
-// by the validator module as `atrium_sandbox`), so that a test fails exactly where the real
-// host would refuse, with the same decision and the same words. Never a second
-// implementation; only the egress host match, which the module does not export, is here.
+// makes into the platform, outbound HTTP's egress hosts included, run by the host's own code
+// (`atrium_manifest::sandbox`, exported by the validator module as `atrium_sandbox`), so that a
+// test fails exactly where the real host would refuse, with the same decision and the same
+// words. Never a second implementation.
 
 import { AgentCallError, ToolCallError } from '../errors.js';
 import { sandboxCheck } from '../validator.js';
+
+/** A refusal the host words as a sentence (a callback path, a secret key). */
+export class SandboxRefusal extends Error {
+  constructor(sentence) {
+    super(sentence);
+    this.name = 'SandboxRefusal';
+  }
+}
 
 /** The checks for one app's manifest (its text, as the app embeds it). */
 export function sandboxFor(manifestText) {
@@ -22,8 +30,11 @@ export function sandboxFor(manifestText) {
       throw new ToolCallError({ toolName: r.tool_name, decision: r.decision, message: r.message, neededScopes: r.needed_scopes });
     }
     if (outcome.agent_refusal) throw new AgentCallError({ reason: outcome.agent_refusal.reason });
-    if (outcome.refusal !== undefined) throw new Error(outcome.refusal);
-    throw new Error(`the sandbox checks failed: ${outcome.error ?? JSON.stringify(outcome)}`);
+    if (outcome.refusal !== undefined) throw new SandboxRefusal(outcome.refusal);
+    const why = outcome.error ?? JSON.stringify(outcome);
+    // A module built before a check kind existed does not know its name.
+    const stale = /unknown variant/.test(why) ? ' (the validator module is older than this SDK: rebuild guest-sdk/manifest-wasm)' : '';
+    throw new Error(`the sandbox checks failed: ${why}${stale}`);
   };
   return {
     /** `tools.call`: the arguments object (they must be a JSON object). */
@@ -48,19 +59,11 @@ export function sandboxFor(manifestText) {
     ask: (chain, agent) => run(chain, false, { kind: 'ask', agent: agent ?? undefined }),
     /** `context.public-callback-url`: throws the refusal's sentence. */
     publicCallbackPath: (path) => run(null, false, { kind: 'public_callback_path', path }),
+    /** `secrets.get`: the key's format; a `SandboxRefusal` is the warning the host logs. */
+    secretKey: (key) => run(null, false, { kind: 'secret_key', key }),
+    /** Outbound HTTP: whether `network.egress_hosts` allows `host` (the host's `EgressPolicy`). */
+    egress: (host) => run(null, false, { kind: 'egress', host }) === true,
     /** The canonical keys a room message mentions. */
     extractMentions: (content) => run(null, false, { kind: 'extract_mentions', content }),
   };
-}
-
-/**
- * Outbound HTTP: whether `network.egress_hosts` allows `host` (an exact name, or `*.example.com`
- * for its subdomains, case-insensitive), as the host's `EgressPolicy` decides.
- */
-export function egressAllows(hosts, host) {
-  const wanted = host.replace(/\.+$/, '').toLowerCase().replace(/^\[/, '').replace(/\]$/, '');
-  return hosts.some((entry) => {
-    const h = entry.trim().replace(/\.+$/, '').toLowerCase();
-    return h.startsWith('*.') ? wanted.endsWith(h.slice(1)) : h === wanted;
-  });
 }
