@@ -30,16 +30,7 @@ pub fn chromium() -> PathBuf {
         return path;
     }
     // One installer at a time, across the test processes of one run.
-    let lock = cache_dir().join("apt-chromium.lock");
-    let _ = std::fs::create_dir_all(cache_dir());
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock)
-        .unwrap_or_else(|e| panic!("cannot open {}: {e}", lock.display()));
-    file.lock()
-        .unwrap_or_else(|e| panic!("cannot lock {}: {e}", lock.display()));
+    let _lock = crate::sdk::lock("apt-chromium");
     if path.exists() {
         return path;
     }
