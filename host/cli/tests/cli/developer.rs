@@ -744,6 +744,11 @@ fn developer_commands_work_against_a_running_host() {
         "{body}"
     );
 
+    // The same loop for a Python and a TypeScript project.
+    for lang in ["python", "typescript"] {
+        crate::sdks::deploy_install_and_call(&atrium, here, &base, &admin, lang);
+    }
+
     // Logout removes the token only; the platform address stays.
     let out = atrium.run(here, &["logout"], &[]);
     exits(&out, 0);

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use atrium_test_artifacts::sdk;
 use serde_json::{Value, json};
 
-use crate::developer::exits;
+use crate::developer::{exits, http, json_body};
 use crate::{Atrium, stderr, stdout};
 
 fn root() -> PathBuf {
@@ -254,4 +254,83 @@ fn atrium_init_typescript_makes_a_project_that_tests_builds_and_answers() {
         .unwrap();
     succeeds("npm test in the scaffold", &out);
     greet(&atrium, &project, &validator);
+}
+
+/// The whole loop for a Python or TypeScript project (`lang`), on the host of the developer
+/// test (`base`, where the developer logged in with `atrium`'s config is Ada and `admin` a
+/// tenant admin of her dev tenant): `atrium init`, `doctor`, `deploy` with a real build, an
+/// install and a tool call over `/api`.
+pub(crate) fn deploy_install_and_call(
+    atrium: &Atrium,
+    here: &Path,
+    base: &str,
+    admin: &str,
+    lang: &str,
+) {
+    let slug = format!("{lang}-greeter");
+    let mut env: Vec<(&str, String)> = vec![(
+        "ATRIUM_MANIFEST_VALIDATOR",
+        atrium_test_artifacts::MANIFEST_VALIDATOR.to_owned(),
+    )];
+    let mut init = vec!["init", slug.as_str(), "--lang", lang];
+    let sdk_copy;
+    if lang == "typescript" {
+        sdk_copy = typescript_sdk_copy(&here.join(format!("{lang}-sdk")));
+        init.extend(["--sdk", sdk_copy.to_str().unwrap()]);
+    } else {
+        env.extend(
+            sdk::python_env()
+                .into_iter()
+                .map(|(k, v)| (k, v.to_string_lossy().into_owned())),
+        );
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = atrium.run(here, &init, &env);
+    exits(&out, 0);
+    let project = here.join(&slug);
+    if lang == "typescript" {
+        let _lock = sdk::lock("npm-scaffold");
+        let out = Command::new("npm")
+            .args([
+                "install",
+                "--install-links",
+                "--prefer-offline",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+            ])
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        succeeds("npm install", &out);
+    }
+    let out = atrium.run(&project, &["doctor"], &env);
+    exits(&out, 0);
+    assert!(!stdout(&out).contains("FAIL"), "{}", stdout(&out));
+    let out = atrium.run(&project, &["deploy"], &env);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains(&format!("Deployed {slug}: 0.1.0 is the current version"))
+            && stdout(&out).contains("build/app.wasm"),
+        "{}",
+        stdout(&out)
+    );
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/installs/{slug}/activate"),
+        admin,
+        json_body(&json!({"granted_scopes": [], "settings": {"greeting": "Good morning"}})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/apps/{slug}/tools/greet"),
+        admin,
+        json_body(&json!({"name": "Ada"})),
+    );
+    assert_eq!(
+        (status, body["result"]["message"].as_str()),
+        (200, Some("Good morning, Ada!")),
+        "{lang}: {body}"
+    );
 }
