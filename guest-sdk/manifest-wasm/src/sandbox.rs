@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
-    /// The manifest's text (YAML or JSON), as the app embeds it.
+    /// The manifest's text (YAML or JSON), as the app embeds it; `mock_file` needs none.
+    #[serde(default)]
     pub manifest: String,
     /// The call's chain (default: a call the platform starts, depth 1).
     #[serde(default)]
@@ -128,6 +129,12 @@ pub enum Check {
         /// The host name (or address) of the request.
         host: String,
     },
+    /// The developer tool's mock file (`atrium.dev.json`), as `atrium call` and `atrium dev`
+    /// read it.
+    MockFile {
+        /// The file's text.
+        text: String,
+    },
     /// The canonical keys a room message mentions.
     ExtractMentions {
         /// The message text.
@@ -199,6 +206,28 @@ fn with_manifest<T>(text: &str, run: impl FnOnce(&Manifest) -> T) -> Result<T, S
     Ok(run(manifest))
 }
 
+/// The entries of a mock file: `{name, scopes, result}` or `{name, scopes, error: {decision,
+/// message, needed_scopes}}`, or the parser's refusal naming the entry.
+fn mock_file(text: &str) -> Outcome {
+    match atrium_manifest::devmock::parse_mock_file(text) {
+        Ok(tools) => ok(Value::Array(
+            tools
+                .into_iter()
+                .map(|tool| match tool.answer {
+                    Ok(result) => json!({"name": tool.name, "scopes": tool.scopes, "result": result}),
+                    Err(f) => json!({"name": tool.name, "scopes": tool.scopes, "error": {
+                        "decision": f.decision, "message": f.message, "needed_scopes": f.needed_scopes,
+                    }}),
+                })
+                .collect(),
+        )),
+        Err(refusal) => Outcome {
+            refusal: Some(refusal),
+            ..Outcome::default()
+        },
+    }
+}
+
 /// Runs one request: the function behind `atrium_sandbox`.
 pub fn run(request: &[u8]) -> Outcome {
     let request: Request = match serde_json::from_slice(request) {
@@ -219,7 +248,12 @@ pub fn run(request: &[u8]) -> Outcome {
             visited: c.visited,
         });
     let public = request.public_route;
-    let answer = with_manifest(&request.manifest, |m| match request.check {
+    // A mock file needs no manifest.
+    let check = match request.check {
+        Check::MockFile { text } => return mock_file(&text),
+        check => check,
+    };
+    let answer = with_manifest(&request.manifest, |m| match check {
         Check::ToolArguments { tool: name, args } => {
             sandbox::tool_arguments(&name, &args).map_or_else(tool, ok)
         }
@@ -286,6 +320,7 @@ pub fn run(request: &[u8]) -> Outcome {
             ok(json!(policy.allows(&host)))
         }
         Check::ExtractMentions { content } => ok(json!(sandbox::extract_mentions(&content))),
+        Check::MockFile { text } => mock_file(&text),
     });
     answer.unwrap_or_else(|error| Outcome {
         error: Some(error),
@@ -314,6 +349,17 @@ mod tests {
         assert_eq!(ask["ok"]["chain"]["depth"], 2);
         let key = run(json!({"kind": "secret_key", "key": "lower"}));
         assert!(key["refusal"].as_str().unwrap().contains("^[A-Z]"));
+        let mocks =
+            run(json!({"kind": "mock_file", "text": r#"{"a.b": {"ok": true, "result": 1}}"#}));
+        assert_eq!(
+            mocks["ok"][0],
+            json!({"name": "a.b", "scopes": [], "result": 1})
+        );
+        let broken = run(json!({"kind": "mock_file", "text": r#"{"a.b": {}}"#}));
+        assert!(
+            broken["refusal"].as_str().unwrap().contains("a.b"),
+            "{broken}"
+        );
         let bad = serde_json::to_value(super::run(b"{}")).unwrap();
         assert!(bad["error"].as_str().unwrap().contains("not understood"));
     }

@@ -145,3 +145,15 @@ def url_host(url: str) -> str:
     if sep and "]" not in port:
         return name
     return authority
+
+
+def mock_file(text: str) -> list[dict[str, Any]]:
+    """The entries of the developer tool's mock file, parsed as `atrium call` and `atrium dev`
+    parse it: `{name, scopes, result}` or `{name, scopes, error: {decision, message,
+    needed_scopes}}`. Raises `ValueError` with the parser's words naming the entry."""
+    outcome = sandbox_check({"check": {"kind": "mock_file", "text": text}})
+    if "ok" in outcome:
+        return outcome["ok"]
+    if "refusal" in outcome:
+        raise ValueError(outcome["refusal"])
+    raise RuntimeError(f"the sandbox checks failed: {outcome.get('error', outcome)}")

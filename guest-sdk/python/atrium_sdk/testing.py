@@ -350,37 +350,18 @@ class TestClient:
                 text = Path(file).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as e:
                 raise ValueError(f"cannot read the mock file {os.fspath(file)}: {e}") from None
-        try:
-            entries = json.loads(text)
-        except ValueError as e:
-            raise ValueError(f"the mock file is not valid JSON: {e}") from None
-        if not isinstance(entries, dict):
-            raise ValueError("the mock file must be a JSON object mapping tool names to answers")
-
-        def strings(value: Any) -> list[str]:
-            return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-        for name, entry in entries.items():
-            ok = entry.get("ok") if isinstance(entry, dict) else None
-            if not isinstance(ok, bool):
-                raise ValueError(f"mock `{name}` needs `ok`: true or false")
-            scopes = strings(entry.get("scopes"))
-            if ok:
-                self._state.tools[name] = _MockTool(scopes, entry.get("result"))
-            else:
-                error = entry.get("error") if isinstance(entry.get("error"), dict) else {}
-
-                def text_of(key: str, error: dict[str, Any] = error) -> str:
-                    value = error.get(key)
-                    return value if isinstance(value, str) else ""
-
-                failure = ToolCallError(
-                    name,
-                    text_of("decision"),
-                    text_of("message"),
-                    strings(error.get("neededScopes")),
+        for entry in sandbox.mock_file(text):
+            error = entry.get("error")
+            failure = (
+                ToolCallError(
+                    entry["name"], error["decision"], error["message"], error["needed_scopes"]
                 )
-                self._state.tools[name] = _MockTool(scopes, None, failure)
+                if error is not None
+                else None
+            )
+            self._state.tools[entry["name"]] = _MockTool(
+                entry["scopes"], entry.get("result"), failure
+            )
         return self
 
     def mock_secret(self, key: str, value: str | BaseException) -> TestClient:

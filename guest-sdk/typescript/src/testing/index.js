@@ -14,6 +14,7 @@ import { HttpRequest } from '../http.js';
 import { jsonText } from '../json.js';
 import { declarations } from '../manifest.js';
 import { MockBackend, clone, normaliseResponse } from './backend.js';
+import { mockFileEntries } from './sandbox.js';
 
 export { HandlerError };
 
@@ -68,33 +69,12 @@ function metadataText(metadata) {
 
 /** Parses the developer tool's mock file (`atrium.dev.json`): `[{name, scopes, result | error}]`. */
 export function parseMockFile(text) {
-  let value;
-  if (typeof text === 'string') {
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      throw new Error(`the mock file is not valid JSON: ${e.message}`);
-    }
-  } else {
-    value = text;
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new Error('the mock file must be a JSON object mapping tool names to answers');
-  }
-  const strings = (v) => (Array.isArray(v) ? v.filter((s) => typeof s === 'string') : []);
-  return Object.entries(value).map(([name, entry]) => {
-    const ok = entry?.ok;
-    if (ok !== true && ok !== false) throw new Error(`mock \`${name}\` needs \`ok\`: true or false`);
-    const scopes = strings(entry.scopes);
-    if (ok) return { name, scopes, result: entry.result === undefined ? null : entry.result };
-    const error = entry.error ?? {};
-    const text = (k) => (typeof error[k] === 'string' ? error[k] : '');
-    return {
-      name,
-      scopes,
-      error: { toolName: name, decision: text('decision'), message: text('message'), neededScopes: strings(error.neededScopes) },
-    };
-  });
+  const source = typeof text === 'string' ? text : JSON.stringify(text ?? null);
+  return mockFileEntries(source).map(({ name, scopes, result, error }) =>
+    error
+      ? { name, scopes, error: { toolName: name, decision: error.decision, message: error.message, neededScopes: error.needed_scopes } }
+      : { name, scopes, result: result ?? null },
+  );
 }
 
 /** Runs an app natively against mocks. */

@@ -67,3 +67,15 @@ export function sandboxFor(manifestText) {
     extractMentions: (content) => run(null, false, { kind: 'extract_mentions', content }),
   };
 }
+
+/**
+ * The entries of the developer tool's mock file, parsed by the host's own parser (the one of
+ * `atrium call` and `atrium dev`): `{name, scopes, result}` or `{name, scopes, error}`. Throws
+ * the parser's words, which name the entry, for a malformed file.
+ */
+export function mockFileEntries(text) {
+  const outcome = sandboxCheck({ check: { kind: 'mock_file', text } });
+  if ('ok' in outcome) return outcome.ok;
+  if (outcome.refusal !== undefined) throw new Error(outcome.refusal);
+  throw new Error(`the sandbox checks failed: ${outcome.error ?? JSON.stringify(outcome)}`);
+}
