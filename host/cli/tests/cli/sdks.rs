@@ -160,6 +160,25 @@ fn atrium_init_python_makes_a_project_that_tests_builds_and_answers() {
     greet(&atrium, &project, &env);
 }
 
+/// What a developer runs in a new TypeScript project: `npm install --install-links` (a copy of
+/// the SDK, with esbuild and componentize-js), one install at a time.
+fn npm_install(project: &Path) {
+    let _lock = sdk::lock("npm-scaffold");
+    let out = Command::new("npm")
+        .args([
+            "install",
+            "--install-links",
+            "--prefer-offline",
+            "--no-audit",
+            "--no-fund",
+            "--silent",
+        ])
+        .current_dir(project)
+        .output()
+        .unwrap();
+    succeeds("npm install", &out);
+}
+
 /// The TypeScript SDK as a published package would be: its files, the WIT and the validator
 /// module, in a directory of its own (packing the source tree's SDK would write into it).
 fn typescript_sdk_copy(into: &Path) -> PathBuf {
@@ -231,21 +250,7 @@ fn atrium_init_typescript_makes_a_project_that_tests_builds_and_answers() {
     assert!(stderr(&out).contains("npm install"), "{}", stderr(&out));
     // What a developer runs: npm install (a copy of the SDK, with esbuild and componentize-js),
     // npm test, with nothing set: the installed SDK carries its validator.
-    let _lock = sdk::lock("npm-scaffold");
-    let out = Command::new("npm")
-        .args([
-            "install",
-            "--install-links",
-            "--prefer-offline",
-            "--no-audit",
-            "--no-fund",
-            "--silent",
-        ])
-        .current_dir(&project)
-        .output()
-        .unwrap();
-    succeeds("npm install in the scaffold", &out);
-    drop(_lock);
+    npm_install(&project);
     let out = Command::new("npm")
         .args(["test", "--silent"])
         .env_remove("ATRIUM_MANIFEST_VALIDATOR")
@@ -289,20 +294,7 @@ pub(crate) fn deploy_install_and_call(
     exits(&out, 0);
     let project = here.join(&slug);
     if lang == "typescript" {
-        let _lock = sdk::lock("npm-scaffold");
-        let out = Command::new("npm")
-            .args([
-                "install",
-                "--install-links",
-                "--prefer-offline",
-                "--no-audit",
-                "--no-fund",
-                "--silent",
-            ])
-            .current_dir(&project)
-            .output()
-            .unwrap();
-        succeeds("npm install", &out);
+        npm_install(&project);
     }
     let out = atrium.run(&project, &["doctor"], &env);
     exits(&out, 0);
