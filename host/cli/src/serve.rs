@@ -36,9 +36,14 @@ pub struct Args {
     demo: crate::demo::DemoArgs,
 }
 
+/// The log filter without `ATRIUM_LOG`.
+const DEFAULT_LOG_FILTER: &str = "warn,atrium=info";
+
 /// Runs `atrium serve`.
 pub fn run(args: &Args) -> ExitCode {
-    crate::init_logging("info");
+    // The host's own records (start, stop, requests, errors, upkeep) at info; its dependencies
+    // only when they warn.
+    crate::init_logging(DEFAULT_LOG_FILTER);
     let addr: SocketAddr = match args.addr.parse() {
         Ok(addr) => addr,
         Err(e) => {

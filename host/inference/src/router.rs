@@ -214,22 +214,43 @@ pub fn route(
     let wanted = candidates.clone();
     candidates.retain(|m| available(m.provider));
     if candidates.is_empty() {
-        let mut providers: Vec<&str> = wanted.iter().map(|m| m.provider.as_str()).collect();
-        providers.dedup();
-        return Err(RouteError::Unavailable(format!(
-            "no backend can serve this request: {} not configured (set ATRIUM_<PROVIDER>_API_KEY, or ATRIUM_OLLAMA_BASE_URL)",
-            if providers.is_empty() {
-                "no model fits and".to_owned()
-            } else {
-                format!("{} is", providers.join(", "))
+        let mut providers: Vec<&str> = Vec::new();
+        for m in &wanted {
+            if !providers.contains(&m.provider.as_str()) {
+                providers.push(m.provider.as_str());
             }
-        )));
+        }
+        return Err(RouteError::Unavailable(match providers.as_slice() {
+            [] => "no backend can serve this request: no model fits it".to_owned(),
+            [one] => format!(
+                "no backend can serve this request: its provider {one} is not configured (set ATRIUM_{}_{})",
+                one.to_ascii_uppercase(),
+                if *one == "ollama" {
+                    "BASE_URL"
+                } else {
+                    "API_KEY"
+                }
+            ),
+            many => format!(
+                "no backend can serve this request: none of its providers is configured ({}; set ATRIUM_<PROVIDER>_API_KEY, or ATRIUM_OLLAMA_BASE_URL for ollama)",
+                in_words(many)
+            ),
+        }));
     }
     // Never fall back from the EU to elsewhere.
     if candidates[0].jurisdiction() == Jurisdiction::Eu {
         candidates.retain(|m| m.jurisdiction() == Jurisdiction::Eu);
     }
     Ok(candidates)
+}
+
+/// Names as a sentence lists them: `a`, `a and b`, `a, b and c`.
+fn in_words(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 fn tier_models(catalog: &Catalog, tier: Tier) -> Vec<ModelInfo> {
@@ -382,7 +403,7 @@ mod tests {
         );
         let err = route(&c, &Selection::default(), &|p| p == ProviderId::Openai).unwrap_err();
         assert!(
-            matches!(&err, RouteError::Unavailable(m) if m.contains("ovh, mistral, ollama is not configured")),
+            matches!(&err, RouteError::Unavailable(m) if m.contains("none of its providers is configured (ovh, mistral and ollama;")),
             "{err:?}"
         );
         let explicit = route(

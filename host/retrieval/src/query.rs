@@ -11,7 +11,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use futures::TryStreamExt;
 use lancedb::index::scalar::FullTextSearchQuery;
-use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::query::{ExecutableQuery, HasQuery, QueryBase, Select};
 
 use crate::error::{invalid, storage};
 use crate::{EmbedUsage, Retrieval, RetrievalError, usage_of};
@@ -108,6 +108,7 @@ impl Retrieval {
                 .refine_factor(4)
                 .limit(candidates)
                 .select(columns.clone());
+            let search = only_selected(search);
             collect(search.execute().await, "vector search").await
         };
         let text_search = async {
@@ -120,6 +121,7 @@ impl Retrieval {
                 .full_text_search(FullTextSearchQuery::new(query.to_owned()))
                 .limit(candidates)
                 .select(columns.clone());
+            let search = only_selected(search);
             collect(search.execute().await, "full-text search").await
         };
         let (by_vector, by_text) = futures::try_join!(vector_search, text_search)?;
@@ -145,6 +147,14 @@ impl Retrieval {
         let matches = fuse(keep(by_vector), keep(by_text), top_k);
         Ok(QueryOutcome { matches, usage })
     }
+}
+
+/// A search that answers the selected columns only. The fusion ranks hits by their order, so
+/// the scoring columns (`_distance`, `_score`) that lance adds to a projection by default (and
+/// warns about on every query, as that default is going away) are not needed.
+fn only_selected<Q: HasQuery>(mut search: Q) -> Q {
+    search.mut_query().disable_scoring_autoprojection = true;
+    search
 }
 
 /// Reads the hits of a search, best first.

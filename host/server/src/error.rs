@@ -5,8 +5,8 @@
 //! per kind of answer, or by a `From` impl for each domain error (the store, the gateway, the
 //! embedders, retrieval), so a status mapping is written once. Failures on the host's side
 //! never show their internal text to the client: the client gets a sentence and an error id
-//! (also in the `x-error-id` header), and [`log_server_errors`], the one middleware that logs
-//! server errors, writes the details under that id.
+//! (also in the `x-error-id` header), and [`log_requests`], the one middleware that logs
+//! requests, writes the details of a server error under that id.
 
 use atrium_inference::embed::EmbedError;
 use atrium_inference::providers::UpstreamError;
@@ -44,7 +44,7 @@ struct Internal {
     detail: String,
 }
 
-/// What [`log_server_errors`] reads from a response: set by [`ApiError::into_response`].
+/// What [`log_requests`] reads from a response: set by [`ApiError::into_response`].
 #[derive(Debug, Clone)]
 struct ServerErrorRecord {
     message: String,
@@ -283,22 +283,26 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The one place server errors are logged: every 5xx answer, with the method, the path and,
-/// for a host failure, its id and details. 502 and 503 (an upstream or a part of the host is
-/// down) are warnings; the rest are errors.
-pub async fn log_server_errors(request: Request, next: Next) -> Response {
+/// The one place requests are logged: every answer at info (method, path without its query,
+/// status, milliseconds to the response's head), every 5xx answer instead as a warning (502 and
+/// 503: an upstream or a part of the host is down) or an error (the rest, with a host failure's
+/// id and details).
+pub async fn log_requests(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    let started = std::time::Instant::now();
     let mut response = next.run(request).await;
     let status = response.status();
+    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     if !status.is_server_error() {
+        tracing::info!(%method, %path, status = status.as_u16(), elapsed_ms, "request");
         return response;
     }
     let record = response.extensions_mut().remove::<ServerErrorRecord>();
     let message = record.as_ref().map_or("", |r| r.message.as_str());
     match record.as_ref().and_then(|r| r.internal.as_ref()) {
         Some(internal) => tracing::error!(
-            %method, %path, status = status.as_u16(), error_id = %internal.id,
+            %method, %path, status = status.as_u16(), elapsed_ms, error_id = %internal.id,
             detail = %internal.detail, "{message}"
         ),
         None if matches!(
@@ -306,9 +310,9 @@ pub async fn log_server_errors(request: Request, next: Next) -> Response {
             StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE
         ) =>
         {
-            tracing::warn!(%method, %path, status = status.as_u16(), "{message}");
+            tracing::warn!(%method, %path, status = status.as_u16(), elapsed_ms, "{message}");
         }
-        None => tracing::error!(%method, %path, status = status.as_u16(), "{message}"),
+        None => tracing::error!(%method, %path, status = status.as_u16(), elapsed_ms, "{message}"),
     }
     response
 }

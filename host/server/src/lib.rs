@@ -151,7 +151,7 @@ pub fn router(state: HostState) -> Router {
         .nest("/api", api::router())
         .route("/health", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn(error::log_server_errors))
+        .layer(axum::middleware::from_fn(error::log_requests))
         .with_state(state)
 }
 

@@ -31,7 +31,7 @@ impl Host {
         let mut command: Command = command(dir, &args);
         command
             .env_remove("ATRIUM_DEMO")
-            .env("ATRIUM_LOG", "info")
+            .env_remove("ATRIUM_LOG")
             .envs(env.iter().copied())
             .stderr(Stdio::piped());
         let mut child = command.spawn().unwrap();

@@ -44,11 +44,11 @@ pub(crate) struct Serve {
 }
 
 impl Serve {
-    /// Spawns `command`, an `atrium serve --addr 127.0.0.1:0 ...`, logging at `info`, and
-    /// waits until it logs where it listens.
+    /// Spawns `command`, an `atrium serve --addr 127.0.0.1:0 ...`, logging at its default
+    /// level, and waits until it logs where it listens.
     pub(crate) fn spawn(mut command: Command) -> Self {
         let mut child = command
-            .env("ATRIUM_LOG", "info")
+            .env_remove("ATRIUM_LOG")
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();

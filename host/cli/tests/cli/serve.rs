@@ -73,6 +73,24 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
     let (status, rest) = host.stop();
     assert_eq!(status.code(), Some(0));
     assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:?}");
+    // At the default level: one line per request, and nothing of the dependencies' internals
+    // (lance logs every query plan at info, and warned about its scoring columns).
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("/v1/rag/notes/query") && l.contains("status=200")),
+        "{rest:?}"
+    );
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("/v1/usage") && l.contains("status=401")),
+        "{rest:?}"
+    );
+    assert!(
+        !rest
+            .iter()
+            .any(|l| l.contains("plan_run") || l.contains("Deprecation") || l.contains("lance")),
+        "{rest:?}"
+    );
 }
 
 #[test]
