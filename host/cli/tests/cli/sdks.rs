@@ -13,6 +13,12 @@ use serde_json::{Value, json};
 use crate::developer::{exits, http, json_body};
 use crate::{Atrium, stderr, stdout};
 
+/// The environment variable naming the manifest validator module the test build made.
+const VALIDATOR: (&str, &str) = (
+    "ATRIUM_MANIFEST_VALIDATOR",
+    atrium_test_artifacts::MANIFEST_VALIDATOR,
+);
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -112,10 +118,7 @@ fn atrium_init_python_makes_a_project_that_tests_builds_and_answers() {
     let atrium = Atrium {
         config_dir: dir.path().join("config"),
     };
-    let validator = [(
-        "ATRIUM_MANIFEST_VALIDATOR",
-        atrium_test_artifacts::MANIFEST_VALIDATOR,
-    )];
+    let validator = [VALIDATOR];
     let out = atrium.run(
         dir.path(),
         &["init", "py-greeter", "--lang", "python"],
@@ -212,10 +215,7 @@ fn atrium_init_typescript_makes_a_project_that_tests_builds_and_answers() {
     let atrium = Atrium {
         config_dir: dir.path().join("config"),
     };
-    let validator = [(
-        "ATRIUM_MANIFEST_VALIDATOR",
-        atrium_test_artifacts::MANIFEST_VALIDATOR,
-    )];
+    let validator = [VALIDATOR];
     let sdk = typescript_sdk_copy(dir.path());
     let out = atrium.run(
         dir.path(),
@@ -273,10 +273,7 @@ pub(crate) fn deploy_install_and_call(
     lang: &str,
 ) {
     let slug = format!("{lang}-greeter");
-    let mut env: Vec<(&str, String)> = vec![(
-        "ATRIUM_MANIFEST_VALIDATOR",
-        atrium_test_artifacts::MANIFEST_VALIDATOR.to_owned(),
-    )];
+    let mut env: Vec<(&str, String)> = vec![(VALIDATOR.0, VALIDATOR.1.to_owned())];
     let mut init = vec!["init", slug.as_str(), "--lang", lang];
     let sdk_copy;
     if lang == "typescript" {
