@@ -60,19 +60,22 @@ impl Retrieval {
         tenant_id: &str,
         name: &str,
     ) -> Result<(Collection, bool), RetrievalError> {
-        let embedder = self.embedders.default_embedder();
-        let (collection, created) = self
-            .store
-            .create_collection(
-                org_id,
-                tenant_id,
-                name,
-                embedder.provider(),
-                embedder.model(),
-            )
-            .await?;
-        self.handle(&collection).await?;
-        Ok((collection, created))
+        self.guarded(async {
+            let embedder = self.embedders.default_embedder();
+            let (collection, created) = self
+                .store
+                .create_collection(
+                    org_id,
+                    tenant_id,
+                    name,
+                    embedder.provider(),
+                    embedder.model(),
+                )
+                .await?;
+            self.handle(&collection).await?;
+            Ok((collection, created))
+        })
+        .await
     }
 
     /// The collections of a tenant with their counts.

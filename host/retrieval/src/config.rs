@@ -42,6 +42,8 @@ pub struct RetrievalConfig {
     pub metadata_cache_bytes: usize,
     /// Limits of PDF text extraction.
     pub pdf: PdfLimits,
+    /// How often an unreachable store is probed again.
+    pub retry_every: Duration,
 }
 
 impl RetrievalConfig {
@@ -59,6 +61,7 @@ impl RetrievalConfig {
             index_cache_bytes: DEFAULT_INDEX_CACHE_MB << 20,
             metadata_cache_bytes: DEFAULT_METADATA_CACHE_MB << 20,
             pdf: PdfLimits::default(),
+            retry_every: Duration::from_secs(2),
         }
     }
 

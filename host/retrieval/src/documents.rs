@@ -75,52 +75,53 @@ impl Retrieval {
                 "the document has no text".into(),
             ));
         }
-        let embedder = self.embedder(&collection)?;
-        let splitter = Arc::clone(&self.splitter);
-        let chunks = tokio::task::spawn_blocking(move || splitter.split(&text))
-            .await
-            .map_err(|e| storage("chunking", e))?;
-        let texts: Vec<String> = chunks.iter().map(|c| c.text.clone()).collect();
-        let embedded = embedder.embed(&texts).await?;
-        let usage = usage_of(embedder.as_ref(), embedded.prompt_tokens);
-        let chunk_count = i64::try_from(chunks.len()).unwrap_or(i64::MAX);
-        let char_count = i64::try_from(chars).unwrap_or(i64::MAX);
-        let handle = self.handle(&collection).await?;
-        let source = source.to_owned();
-        let document_id = self
-            .store
-            .begin_document(&collection.id, title, &source, chunk_count, char_count)
-            .await?;
-        // From here on, a failure removes what was written.
-        let written = async {
-            let rows = table::rows(&document_id, title, &chunks, embedded.vectors)
-                .map_err(|e| storage("preparing the chunks", e))?;
-            handle
-                .table
-                .add(rows)
-                .execute()
+        self.guarded(async {
+            let embedder = self.embedder(&collection)?;
+            let splitter = Arc::clone(&self.splitter);
+            let chunks = tokio::task::spawn_blocking(move || splitter.split(&text))
                 .await
-                .map_err(|e| storage("writing the chunks", e))?;
-            if let Err(e) = handle.ensure_fts().await {
-                // Queries fall back to vector search alone until upkeep builds it.
-                tracing::warn!(collection = %collection.id, error = %e, "creating the full-text index failed");
+                .map_err(|e| storage("chunking", e))?;
+            let texts: Vec<String> = chunks.iter().map(|c| c.text.clone()).collect();
+            let embedded = embedder.embed(&texts).await?;
+            let usage = usage_of(embedder.as_ref(), embedded.prompt_tokens);
+            let chunk_count = i64::try_from(chunks.len()).unwrap_or(i64::MAX);
+            let char_count = i64::try_from(chars).unwrap_or(i64::MAX);
+            let handle = self.handle(&collection).await?;
+            let source = source.to_owned();
+            let document_id = self
+                .store
+                .begin_document(&collection.id, title, &source, chunk_count, char_count)
+                .await?;
+            // From here on, a failure removes what was written.
+            let written = async {
+                let rows = table::rows(&document_id, title, &chunks, embedded.vectors)
+                    .map_err(|e| storage("preparing the chunks", e))?;
+                handle
+                    .append(rows)
+                    .await
+                    .map_err(|e| storage("writing the chunks", e))?;
+                if let Err(e) = handle.ensure_fts().await {
+                    // Queries fall back to vector search alone until upkeep builds it.
+                    tracing::warn!(collection = %collection.id, error = %e, "creating the full-text index failed");
+                }
+                self.store
+                    .finish_document(&collection.id, &document_id)
+                    .await
+                    .map_err(|e| storage("marking the document indexed", e))
             }
-            self.store
-                .finish_document(&collection.id, &document_id)
-                .await
-                .map_err(|e| storage("marking the document indexed", e))
-        }
-        .await;
-        if let Err(error) = written {
-            self.discard(&collection.id, &document_id).await;
-            return Err(error);
-        }
-        let document = self
-            .store
-            .document(&collection.id, &document_id)
-            .await?
-            .ok_or_else(|| storage("reading the new document back", "it is gone"))?;
-        Ok(Added { document, usage })
+            .await;
+            if let Err(error) = written {
+                self.discard(&collection.id, &document_id).await;
+                return Err(error);
+            }
+            let document = self
+                .store
+                .document(&collection.id, &document_id)
+                .await?
+                .ok_or_else(|| storage("reading the new document back", "it is gone"))?;
+            Ok(Added { document, usage })
+        })
+        .await
     }
 
     /// Removes a document's chunks and row after a failed write (best effort; upkeep retries
@@ -152,34 +153,38 @@ impl Retrieval {
         name: &str,
         document_id: &str,
     ) -> Result<(), RetrievalError> {
-        let collection = self.collection(org_id, tenant_id, name).await?;
-        let not_found = || {
-            RetrievalError::NotFound(format!(
-                "document `{document_id}` does not exist in collection `{name}`"
-            ))
-        };
-        if !is_document_id(document_id) {
-            return Err(not_found());
-        }
-        self.store
-            .document(&collection.id, document_id)
-            .await?
-            .ok_or_else(not_found)?;
-        let handle = self.handle(&collection).await?;
-        handle
-            .table
-            .delete(format!("document_id = '{document_id}'").as_str())
-            .await
-            .map_err(|e| storage("deleting the chunks", e))?;
-        self.store
-            .remove_document(&collection.id, document_id)
-            .await?;
-        Ok(())
+        self.guarded(async {
+            let collection = self.collection(org_id, tenant_id, name).await?;
+            let not_found = || {
+                RetrievalError::NotFound(format!(
+                    "document `{document_id}` does not exist in collection `{name}`"
+                ))
+            };
+            if !is_document_id(document_id) {
+                return Err(not_found());
+            }
+            self.store
+                .document(&collection.id, document_id)
+                .await?
+                .ok_or_else(not_found)?;
+            let handle = self.handle(&collection).await?;
+            handle
+                .table
+                .delete(format!("document_id = '{document_id}'").as_str())
+                .await
+                .map_err(|e| storage("deleting the chunks", e))?;
+            self.store
+                .remove_document(&collection.id, document_id)
+                .await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Removes documents that have been `indexing` for longer than `older_than` (their
     /// writer stopped): their chunks, then their rows. Returns how many.
     pub async fn recover(&self, older_than: Duration) -> Result<usize, RetrievalError> {
+        self.available()?;
         let cutoff = now_millis() - i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
         let stale = self.store.unfinished_documents(cutoff).await?;
         let mut by_collection: HashMap<String, Vec<String>> = HashMap::new();

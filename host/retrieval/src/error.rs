@@ -42,6 +42,10 @@ pub enum RetrievalError {
     /// Reading or writing the LanceDB table failed (500); the message names the step.
     #[error("{0}")]
     Storage(String),
+    /// The vector store cannot be reached (503); the message names the cause and says the
+    /// host retries.
+    #[error("{0}")]
+    Unavailable(String),
     /// The host's database failed (500), or rejected an input (400).
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -20,6 +20,7 @@ mod collections;
 mod config;
 mod documents;
 mod error;
+mod health;
 pub mod pdf;
 mod query;
 mod table;
@@ -71,7 +72,9 @@ impl std::fmt::Debug for Retrieval {
 }
 
 impl Retrieval {
-    /// Opens (or creates) the LanceDB database at `config.uri`.
+    /// Opens (or creates) the LanceDB database at `config.uri`. A store that cannot be
+    /// reached (or that rejects the configuration) is not an error here: the service starts,
+    /// answers [`RetrievalError::Unavailable`] naming the cause, and retries ([`health`]).
     pub async fn open(
         store: Store,
         embedders: Embedders,
@@ -81,31 +84,17 @@ impl Retrieval {
             std::fs::create_dir_all(&config.uri)
                 .map_err(|e| storage(&format!("creating {}", config.uri), e))?;
         }
-        // One session for every table: the caches are shared and bounded, however many
-        // collections the host serves.
-        let session = lancedb::Session::new(
-            config.index_cache_bytes,
-            config.metadata_cache_bytes,
-            Arc::new(lancedb::ObjectStoreRegistry::default()),
-        );
-        let mut connect = lancedb::connect(&config.uri).session(Arc::new(session));
-        if !config.storage_options.is_empty() {
-            connect = connect.storage_options(config.storage_options.clone());
-        }
-        if let Some(interval) = config.read_consistency {
-            connect = connect.read_consistency_interval(interval);
-        }
-        let db = connect
-            .execute()
-            .await
-            .map_err(|e| storage(&format!("opening the vector store at {}", config.uri), e))?;
-        Ok(Retrieval {
+        let tables = table::Tables::new(health::Connector::new(&config), config.open_tables);
+        let retrieval = Retrieval {
             store,
             embedders,
-            tables: table::Tables::new(db, config.open_tables),
+            tables,
             config,
             splitter: Arc::new(Splitter::new()),
-        })
+        };
+        // Notes an outage now, so the host says at start that retrieval waits for the store.
+        let _ = retrieval.probe().await;
+        Ok(retrieval)
     }
 
     /// The configuration.

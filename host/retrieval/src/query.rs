@@ -83,69 +83,72 @@ impl Retrieval {
                 format!("top_k must be between 1 and {MAX_TOP_K}, got {top_k}"),
             ));
         }
-        let collection = self.collection(org_id, tenant_id, name).await?;
-        let embedder = self.embedder(&collection)?;
-        let embedded = embedder.embed(&[query.to_owned()]).await?;
-        let usage = usage_of(embedder.as_ref(), embedded.prompt_tokens);
-        let vector = embedded
-            .vectors
-            .into_iter()
-            .next()
-            .ok_or_else(|| storage("embedding the query", "no vector came back"))?;
-        let handle = self.handle(&collection).await?;
-        // Each side contributes more candidates than asked for, so the fusion has room.
-        let candidates = (top_k * 4).max(20);
-        let columns = Select::columns(&["id", "document_id", "title", "text", "position"]);
-        let vector_search = async {
-            let search = handle
-                .table
-                .query()
-                .nearest_to(vector.as_slice())
-                .map_err(|e| storage("vector search", e))?
-                .distance_type(lancedb::DistanceType::Cosine)
-                .nprobes(20)
-                .map_err(|e| storage("vector search", e))?
-                .refine_factor(4)
-                .limit(candidates)
-                .select(columns.clone());
-            let search = only_selected(search);
-            collect(search.execute().await, "vector search").await
-        };
-        let text_search = async {
-            if !handle.has_fts() {
-                return Ok(Vec::new());
-            }
-            let search = handle
-                .table
-                .query()
-                .full_text_search(FullTextSearchQuery::new(query.to_owned()))
-                .limit(candidates)
-                .select(columns.clone());
-            let search = only_selected(search);
-            collect(search.execute().await, "full-text search").await
-        };
-        let (by_vector, by_text) = futures::try_join!(vector_search, text_search)?;
-        // Only documents that are fully indexed are answered.
-        let mut ids: Vec<String> = by_vector
-            .iter()
-            .chain(&by_text)
-            .map(|h| h.document_id.clone())
-            .collect();
-        ids.sort();
-        ids.dedup();
-        let indexed: HashSet<String> = self
-            .store
-            .indexed_documents(&collection.id, &ids)
-            .await?
-            .into_iter()
-            .collect();
-        let keep = |hits: Vec<Hit>| -> Vec<Hit> {
-            hits.into_iter()
-                .filter(|h| indexed.contains(&h.document_id))
-                .collect()
-        };
-        let matches = fuse(keep(by_vector), keep(by_text), top_k);
-        Ok(QueryOutcome { matches, usage })
+        self.guarded(async {
+            let collection = self.collection(org_id, tenant_id, name).await?;
+            let embedder = self.embedder(&collection)?;
+            let embedded = embedder.embed(&[query.to_owned()]).await?;
+            let usage = usage_of(embedder.as_ref(), embedded.prompt_tokens);
+            let vector = embedded
+                .vectors
+                .into_iter()
+                .next()
+                .ok_or_else(|| storage("embedding the query", "no vector came back"))?;
+            let handle = self.handle(&collection).await?;
+            // Each side contributes more candidates than asked for, so the fusion has room.
+            let candidates = (top_k * 4).max(20);
+            let columns = Select::columns(&["id", "document_id", "title", "text", "position"]);
+            let vector_search = async {
+                let search = handle
+                    .table
+                    .query()
+                    .nearest_to(vector.as_slice())
+                    .map_err(|e| storage("vector search", e))?
+                    .distance_type(lancedb::DistanceType::Cosine)
+                    .nprobes(20)
+                    .map_err(|e| storage("vector search", e))?
+                    .refine_factor(4)
+                    .limit(candidates)
+                    .select(columns.clone());
+                let search = only_selected(search);
+                collect(search.execute().await, "vector search").await
+            };
+            let text_search = async {
+                if !handle.has_fts() {
+                    return Ok(Vec::new());
+                }
+                let search = handle
+                    .table
+                    .query()
+                    .full_text_search(FullTextSearchQuery::new(query.to_owned()))
+                    .limit(candidates)
+                    .select(columns.clone());
+                let search = only_selected(search);
+                collect(search.execute().await, "full-text search").await
+            };
+            let (by_vector, by_text) = futures::try_join!(vector_search, text_search)?;
+            // Only documents that are fully indexed are answered.
+            let mut ids: Vec<String> = by_vector
+                .iter()
+                .chain(&by_text)
+                .map(|h| h.document_id.clone())
+                .collect();
+            ids.sort();
+            ids.dedup();
+            let indexed: HashSet<String> = self
+                .store
+                .indexed_documents(&collection.id, &ids)
+                .await?
+                .into_iter()
+                .collect();
+            let keep = |hits: Vec<Hit>| -> Vec<Hit> {
+                hits.into_iter()
+                    .filter(|h| indexed.contains(&h.document_id))
+                    .collect()
+            };
+            let matches = fuse(keep(by_vector), keep(by_text), top_k);
+            Ok(QueryOutcome { matches, usage })
+        })
+        .await
     }
 }
 

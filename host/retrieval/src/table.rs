@@ -16,9 +16,10 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use lancedb::database::CreateTableMode;
 use lancedb::index::{Index, IndexType};
 use lancedb::{Connection, Table};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OnceCell, oneshot};
 
 use crate::chunk::Chunk;
+use crate::health::{Connector, Health};
 use atrium_inference::embed::DIMENSIONS;
 
 /// The schema of every collection table.
@@ -83,15 +84,64 @@ pub(crate) fn rows(
     )
 }
 
-/// An open collection table and what indexes it has.
+/// An open collection table, what indexes it has, and its appends waiting to be committed.
 #[derive(Clone)]
 pub(crate) struct Handle {
     pub table: Table,
     pub fts: Arc<AtomicBool>,
     pub vector_index: Arc<AtomicBool>,
+    appends: Arc<Appends>,
+}
+
+/// Group commit of appends: documents written at the same time share one LanceDB commit.
+/// Each writer queues its rows, then whoever holds the commit lock writes everything queued
+/// in one append; a writer whose rows went out with another's commit gets its result from
+/// that commit. One commit instead of one per document keeps the table's manifest and its
+/// file count small, which is what slows a growing table's writes down.
+#[derive(Default)]
+struct Appends {
+    queued: std::sync::Mutex<Vec<(RecordBatch, oneshot::Sender<Result<(), String>>)>>,
+    commit: Mutex<()>,
 }
 
 impl Handle {
+    /// Appends `rows`, in one commit with any rows other writers append meanwhile. The error
+    /// is the commit's, shared by every writer in it.
+    pub async fn append(&self, rows: RecordBatch) -> Result<(), String> {
+        let (sender, receiver) = oneshot::channel();
+        self.appends
+            .queued
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((rows, sender));
+        {
+            let _commit = self.appends.commit.lock().await;
+            let queued = std::mem::take(
+                &mut *self
+                    .appends
+                    .queued
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            if !queued.is_empty() {
+                let (batches, writers): (Vec<_>, Vec<_>) = queued.into_iter().unzip();
+                let result = self
+                    .table
+                    .add(batches)
+                    .execute()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
+                for writer in writers {
+                    let _ = writer.send(result.clone());
+                }
+            }
+        }
+        receiver
+            .await
+            .unwrap_or_else(|_| Err("the commit was abandoned".to_owned()))
+    }
+
     pub fn has_fts(&self) -> bool {
         self.fts.load(Ordering::Acquire)
     }
@@ -148,20 +198,30 @@ impl Handle {
     }
 }
 
-/// Open tables, by collection id, at most `capacity` at once.
+/// The connection, made on first use, and the open tables, by collection id, at most
+/// `capacity` at once.
 pub(crate) struct Tables {
-    db: Connection,
+    connector: Connector,
+    db: OnceCell<Connection>,
     open: Mutex<HashMap<String, Handle>>,
     capacity: usize,
+    pub health: Health,
 }
 
 impl Tables {
-    pub fn new(db: Connection, capacity: usize) -> Self {
+    pub fn new(connector: Connector, capacity: usize) -> Self {
         Tables {
-            db,
+            connector,
+            db: OnceCell::new(),
             open: Mutex::new(HashMap::new()),
             capacity: capacity.max(1),
+            health: Health::default(),
         }
+    }
+
+    /// The connection; the first call (or the first after a failed one) connects.
+    pub async fn db(&self) -> lancedb::Result<&Connection> {
+        self.db.get_or_try_init(|| self.connector.connect()).await
     }
 
     /// The table of a collection, opened (or created, empty) on first use.
@@ -169,11 +229,11 @@ impl Tables {
         if let Some(handle) = self.open.lock().await.get(collection_id) {
             return Ok(handle.clone());
         }
-        let table = match self.db.open_table(collection_id).execute().await {
+        let db = self.db().await?;
+        let table = match db.open_table(collection_id).execute().await {
             Ok(table) => table,
             Err(lancedb::Error::TableNotFound { .. }) => {
-                self.db
-                    .create_empty_table(collection_id, schema())
+                db.create_empty_table(collection_id, schema())
                     .mode(CreateTableMode::exist_ok(|r| r))
                     .execute()
                     .await?
@@ -184,6 +244,7 @@ impl Tables {
             table,
             fts: Arc::new(AtomicBool::new(false)),
             vector_index: Arc::new(AtomicBool::new(false)),
+            appends: Arc::default(),
         };
         handle.refresh_indexes().await?;
         let mut open = self.open.lock().await;
@@ -198,5 +259,48 @@ impl Tables {
         }
         open.insert(collection_id.to_owned(), handle.clone());
         Ok(handle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn document(id: &str) -> RecordBatch {
+        let chunks = [Chunk {
+            position: 0,
+            text: format!("text of {id}"),
+        }];
+        rows(id, "title", &chunks, vec![vec![0.5; DIMENSIONS]]).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn appends_queued_during_a_commit_share_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::RetrievalConfig::local(dir.path());
+        let tables = Tables::new(Connector::new(&config), 4);
+        let handle = tables.get("col_test").await.unwrap();
+        let before = handle.table.version().await.unwrap();
+
+        // While a commit is under way, five writers queue their documents.
+        let commit = handle.appends.commit.lock().await;
+        let writers: Vec<_> = (0..5)
+            .map(|i| {
+                let handle = handle.clone();
+                tokio::spawn(async move { handle.append(document(&format!("doc_{i}"))).await })
+            })
+            .collect();
+        while handle.appends.queued.lock().unwrap().len() < 5 {
+            tokio::task::yield_now().await;
+        }
+        drop(commit);
+        for writer in writers {
+            writer.await.unwrap().unwrap();
+        }
+        // One commit wrote all five.
+        assert_eq!(handle.table.version().await.unwrap(), before + 1);
+        assert_eq!(handle.table.count_rows(None).await.unwrap(), 5);
     }
 }

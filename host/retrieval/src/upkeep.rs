@@ -33,6 +33,7 @@ impl Retrieval {
     /// new rows into the indexes, compacts small files and removes versions older than
     /// [`RetrievalConfig::keep_versions_for`](crate::RetrievalConfig::keep_versions_for).
     pub async fn upkeep_once(&self) -> Result<UpkeepReport, RetrievalError> {
+        self.available()?;
         let mut report = UpkeepReport {
             recovered: self.recover(Duration::from_secs(600)).await?,
             ..UpkeepReport::default()
@@ -45,6 +46,11 @@ impl Retrieval {
                     self.store.upkeep_done(&collection_id, writes).await?;
                 }
                 Err(e) => {
+                    // An outage fails every table alike: the pass stops, and resumes with
+                    // the store.
+                    if let RetrievalError::Storage(_) = e {
+                        self.probe().await?;
+                    }
                     report.failed += 1;
                     tracing::warn!(collection = %collection_id, error = %e, "upkeep of a collection failed");
                 }
@@ -104,8 +110,10 @@ impl Retrieval {
         Ok(created)
     }
 
-    /// Runs [`Retrieval::upkeep_once`] every [`RetrievalConfig::upkeep_interval`](crate::RetrievalConfig::upkeep_interval) until
-    /// `stop` turns true.
+    /// Runs [`Retrieval::upkeep_once`] every [`RetrievalConfig::upkeep_interval`](crate::RetrievalConfig::upkeep_interval), and
+    /// during a store outage probes the store every
+    /// [`RetrievalConfig::retry_every`](crate::RetrievalConfig::retry_every), until `stop`
+    /// turns true.
     pub fn spawn_upkeep(
         self: Arc<Self>,
         mut stop: tokio::sync::watch::Receiver<bool>,
@@ -113,19 +121,29 @@ impl Retrieval {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(self.config.upkeep_interval);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut retry = tokio::time::interval(self.config.retry_every);
+            retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = stop.changed() => {}
-                }
+                let upkeep = tokio::select! {
+                    _ = tick.tick() => true,
+                    _ = retry.tick() => false,
+                    _ = stop.changed() => false,
+                };
                 if *stop.borrow() {
                     return;
+                }
+                if !upkeep {
+                    // During an outage, the store is probed every `retry_every`.
+                    self.check_store().await;
+                    continue;
                 }
                 match self.upkeep_once().await {
                     Ok(report) if report != UpkeepReport::default() => {
                         tracing::info!(?report, "retrieval upkeep");
                     }
                     Ok(_) => {}
+                    // The outage is logged where it starts and ends.
+                    Err(RetrievalError::Unavailable(_)) => {}
                     Err(e) => tracing::warn!(error = %e, "retrieval upkeep failed"),
                 }
             }

@@ -425,6 +425,9 @@ impl From<RetrievalError> for ApiError {
             e @ RetrievalError::EmbedderMissing { .. } => {
                 ApiError::unavailable("embedder_unavailable", e.to_string())
             }
+            RetrievalError::Unavailable(message) => {
+                ApiError::unavailable("retrieval_unavailable", message)
+            }
             RetrievalError::Storage(detail) => ApiError {
                 code: Some("storage_failed"),
                 ..ApiError::internal("the retrieval store failed", &detail)

@@ -19,21 +19,95 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-/// Runs moto's S3 server, creates the bucket, prints its endpoint, then answers each line:
-/// `list <prefix>` with the keys under the prefix (one line, a sorted JSON array),
-/// `damage <key>` by overwriting that object with other bytes (`ok`).
+/// Runs moto's S3 server behind a gate, creates the bucket, prints the gate's endpoint, then
+/// answers each line: `list <prefix>` with the keys under the prefix (one line, a sorted JSON
+/// array), `damage <key>` by overwriting that object with other bytes (`ok`), `stop` by
+/// stopping moto and closing the gate's port and every connection through it (`ok`), `start`
+/// by starting moto again and reopening the same port (`ok`). Moto keeps its objects in the
+/// process, so a restarted server has the objects it had.
 const SERVER: &str = r#"
 import json
+import socket
 import sys
+import threading
 import boto3
 from moto.server import ThreadedMotoServer
 
+class Gate:
+    """A TCP port in front of moto that can be closed, cutting every open connection."""
+
+    def __init__(self):
+        self.port = 0
+        self.target = None
+        self.listener = None
+        self.lock = threading.Lock()
+        self.open_sockets = set()
+
+    def open(self, target):
+        self.target = target
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(128)
+        self.port = listener.getsockname()[1]
+        self.listener = listener
+        threading.Thread(target=self.accept, args=(listener,), daemon=True).start()
+
+    def accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.open_sockets.update((client, upstream))
+            threading.Thread(target=self.pipe, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(upstream, client), daemon=True).start()
+
+    def pipe(self, source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        with self.lock:
+            self.open_sockets.discard(source)
+
+    def close(self):
+        self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        with self.lock:
+            for s in self.open_sockets:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.open_sockets.clear()
+
+def moto(port=0):
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return server, server.get_host_and_port()[1]
+
 bucket = sys.argv[1]
-server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-server.start()
-host, port = server.get_host_and_port()
-endpoint = f"http://127.0.0.1:{port}"
-s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+server, moto_port = moto()
+gate = Gate()
+gate.open(moto_port)
+endpoint = f"http://127.0.0.1:{gate.port}"
+s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{moto_port}", aws_access_key_id="test",
                   aws_secret_access_key="test", region_name="us-east-1")
 s3.create_bucket(Bucket=bucket)
 print(endpoint, flush=True)
@@ -46,6 +120,14 @@ for line in sys.stdin:
         print(json.dumps(sorted(keys)), flush=True)
     elif command == "damage":
         s3.put_object(Bucket=bucket, Key=arg, Body=b"damaged")
+        print("ok", flush=True)
+    elif command == "stop":
+        gate.close()
+        server.stop()
+        print("ok", flush=True)
+    elif command == "start":
+        server, _ = moto(moto_port)
+        gate.open(moto_port)
         print("ok", flush=True)
 server.stop()
 "#;
@@ -134,6 +216,25 @@ impl S3Server {
     /// When the server does not answer or fails to write.
     pub fn damage(&mut self, key: &str) {
         assert_eq!(self.ask(&format!("damage {key}")), "ok");
+    }
+
+    /// Takes the server down: moto stops, and the endpoint's port closes with every
+    /// connection through it cut, as when the storage service or the network to it fails.
+    ///
+    /// # Panics
+    ///
+    /// When the server does not answer.
+    pub fn stop(&mut self) {
+        assert_eq!(self.ask("stop"), "ok");
+    }
+
+    /// Brings the server back on the same endpoint, with the objects it had.
+    ///
+    /// # Panics
+    ///
+    /// When the server does not answer or cannot start.
+    pub fn start_again(&mut self) {
+        assert_eq!(self.ask("start"), "ok");
     }
 
     fn ask(&mut self, command: &str) -> String {

@@ -8,6 +8,7 @@ mod dev;
 mod developer;
 mod keys;
 mod lint;
+mod outage;
 mod registry;
 mod scaffold;
 mod sdks;
@@ -17,7 +18,9 @@ mod tenants;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// `atrium <args>` run in `dir`, on the store the test chooses.
 pub(crate) fn command(dir: &Path, args: &[&str]) -> Command {
@@ -40,7 +43,10 @@ pub(crate) struct Serve {
     child: Child,
     /// Where it listens: `127.0.0.1:<port>`.
     pub(crate) addr: String,
-    log: Option<JoinHandle<Vec<String>>>,
+    /// What it logged before the line that named the address.
+    pub(crate) startup: Vec<String>,
+    log: Arc<Mutex<Vec<String>>>,
+    reader: Option<JoinHandle<()>>,
 }
 
 impl Serve {
@@ -53,21 +59,53 @@ impl Serve {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut startup = Vec::new();
         let addr = loop {
             let line = lines
                 .next()
-                .expect("the host logs where it listens")
+                .unwrap_or_else(|| panic!("the host logs where it listens; it logged {startup:?}"))
                 .unwrap();
             if let Some(rest) = line.split("listening on http://").nth(1) {
                 break rest.split_whitespace().next().unwrap().to_owned();
             }
+            startup.push(line);
         };
-        let log = std::thread::spawn(move || lines.map_while(Result::ok).collect());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&log);
+        let reader = std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
         Self {
             child,
             addr,
-            log: Some(log),
+            startup,
+            log,
+            reader: Some(reader),
         }
+    }
+
+    /// How many lines logged since the address contain `needle`.
+    pub(crate) fn logged(&self, needle: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+
+    /// Waits up to `timeout` until `times` lines logged since the address contain `needle`.
+    pub(crate) fn wait_for_log(&self, needle: &str, times: usize, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.logged(needle) >= times {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
     }
 
     /// Sends SIGTERM and waits for the host to exit: its exit status, and its log after the
@@ -77,8 +115,11 @@ impl Serve {
         let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         assert!(killed.success());
         let status = self.child.wait().unwrap();
-        let log = self.log.take().map(|log| log.join().unwrap());
-        (status, log.unwrap_or_default())
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        let log = std::mem::take(&mut *self.log.lock().unwrap());
+        (status, log)
     }
 }
 

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 
 use crate::{Serve, atrium, command, stderr};
 
-fn http(addr: &str, method: &str, path: &str, key: Option<&str>, body: &str) -> String {
+pub(crate) fn http(addr: &str, method: &str, path: &str, key: Option<&str>, body: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     let auth = key
         .map(|k| format!("Authorization: Bearer {k}\r\n"))
