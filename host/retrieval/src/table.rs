@@ -93,6 +93,9 @@ pub(crate) struct Handle {
     appends: Arc<Appends>,
 }
 
+/// Rows waiting for a commit, and where their writer waits for its result.
+type Queued = (RecordBatch, oneshot::Sender<Result<(), String>>);
+
 /// Group commit of appends: documents written at the same time share one LanceDB commit.
 /// Each writer queues its rows, then whoever holds the commit lock writes everything queued
 /// in one append; a writer whose rows went out with another's commit gets its result from
@@ -100,7 +103,7 @@ pub(crate) struct Handle {
 /// file count small, which is what slows a growing table's writes down.
 #[derive(Default)]
 struct Appends {
-    queued: std::sync::Mutex<Vec<(RecordBatch, oneshot::Sender<Result<(), String>>)>>,
+    queued: std::sync::Mutex<Vec<Queued>>,
     commit: Mutex<()>,
 }
 

@@ -131,6 +131,12 @@ impl Drop for Serve {
     }
 }
 
+/// `atrium keys create` on the store in `data`: the new organization key.
+pub(crate) fn create_key(dir: &Path, data: &str) -> String {
+    let created = atrium(dir, &["keys", "create", "--data-dir", data]);
+    stdout(&created).lines().last().unwrap().to_owned()
+}
+
 pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

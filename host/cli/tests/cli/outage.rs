@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use atrium_test_artifacts::s3::S3Server;
 
 use crate::serve::http;
-use crate::{Serve, atrium, command};
+use crate::{Serve, command};
 
 const BUCKET: &str = "atrium-outage";
 const DOWN_LOG: &str = "retrieval answers 503 until it is back";
@@ -35,12 +35,7 @@ fn retrieval_waits_for_its_store_while_the_host_serves() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
-    let created = atrium(dir.path(), &["keys", "create", "--data-dir", data]);
-    let key = String::from_utf8_lossy(&created.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let key = crate::create_key(dir.path(), data);
     let key = Some(key.as_str());
 
     // The store is down when the host starts.

@@ -30,12 +30,7 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
-    let created = atrium(dir.path(), &["keys", "create", "--data-dir", data]);
-    let key = String::from_utf8_lossy(&created.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let key = crate::create_key(dir.path(), data);
 
     let host = Serve::spawn(command(
         dir.path(),
