@@ -114,11 +114,14 @@ impl Health {
 /// innermost error, cut at 200 characters.
 fn cause_of(error: &(dyn std::error::Error + 'static)) -> String {
     let mut whole = String::new();
-    let mut layer = Some(error);
-    while let Some(e) = layer {
-        whole.push_str(&e.to_string().to_ascii_lowercase());
+    let mut innermost = error;
+    loop {
+        whole.push_str(&innermost.to_string().to_ascii_lowercase());
         whole.push('\n');
-        layer = e.source();
+        match innermost.source() {
+            Some(source) => innermost = source,
+            None => break,
+        }
     }
     let known = [
         ("connection refused", "connection refused"),
@@ -150,10 +153,6 @@ fn cause_of(error: &(dyn std::error::Error + 'static)) -> String {
     ];
     if let Some((_, cause)) = known.iter().find(|(needle, _)| whole.contains(needle)) {
         return (*cause).to_owned();
-    }
-    let mut innermost = error;
-    while let Some(source) = innermost.source() {
-        innermost = source;
     }
     innermost.to_string().chars().take(200).collect()
 }
