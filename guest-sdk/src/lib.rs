@@ -28,7 +28,10 @@
 //! ```
 //!
 //! Registration rules (docs/sdk.md) are checked when the app is built, which
-//! happens at the start of every call: a lifecycle handler needs its flag, a schedule its name,
+//! happens once per app version: the component exports `wizer-initialize`, which builds the app,
+//! and the host snapshots the initialised instance (docs/runtime.md, "Pre-initialisation"), so
+//! every call starts with the app already built. A host that does not pre-initialise builds it
+//! at the start of every call, with the same result: a lifecycle handler needs its flag, a schedule its name,
 //! an event handler a subscription, a route its `http_routes` entry, `scopes_required` must be
 //! inside `required_scopes`, and nothing may be registered twice. Handlers are plain functions:
 //! each call has its own instance, so the async requirement of the Python and TypeScript SDKs
@@ -50,7 +53,7 @@ mod wasm;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "atrium:app/platform",
+        world: "atrium:app/platform-preinit",
         pub_export_macro: true,
         export_macro_name: "export_platform",
         default_bindings_module: "atrium_sdk::bindings",
@@ -100,6 +103,12 @@ macro_rules! export {
             };
 
             pub struct AtriumApp;
+
+            impl $crate::bindings::Guest for AtriumApp {
+                fn wizer_initialize() {
+                    $crate::__private::initialize($build)
+                }
+            }
 
             impl Guest for AtriumApp {
                 fn describe() -> Result<Registration, HandlerError> {

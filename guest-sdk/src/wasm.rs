@@ -95,29 +95,51 @@ fn build(build: BuildFn) -> Result<App, HandlerError> {
     build().map_err(|e| HandlerError::Registration(e.message))
 }
 
-/// `handlers.describe`.
-pub fn describe(build_app: BuildFn) -> Result<Registration, HandlerError> {
-    Ok(build(build_app)?.registration())
+thread_local! {
+    /// The app, built once per instance. When the host pre-initialises the component, this is
+    /// filled by `wizer-initialize` and every instance starts from the snapshot with it filled.
+    static BUILT: std::cell::OnceCell<Result<App, HandlerError>> =
+        const { std::cell::OnceCell::new() };
 }
 
-/// Builds the app and runs one handler with a fresh context.
+/// Runs `run` on the built app, building it first if this instance has not.
+fn with_built<T>(
+    build_app: BuildFn,
+    run: impl FnOnce(&App) -> Result<T, HandlerError>,
+) -> Result<T, HandlerError> {
+    BUILT.with(|cell| match cell.get_or_init(|| build(build_app)) {
+        Ok(app) => run(app),
+        Err(e) => Err(e.clone()),
+    })
+}
+
+/// `wizer-initialize`: builds the app so that the host's snapshot holds it. A registration
+/// error is kept too and answered by every call, as without pre-initialisation.
+pub fn initialize(build_app: BuildFn) {
+    BUILT.with(|cell| {
+        cell.get_or_init(|| build(build_app));
+    });
+}
+
+/// `handlers.describe`.
+pub fn describe(build_app: BuildFn) -> Result<Registration, HandlerError> {
+    with_built(build_app, |app| Ok(app.registration()))
+}
+
+/// Runs one handler on the built app with a fresh context.
 pub fn with_app<T>(
     build_app: BuildFn,
     run: impl FnOnce(&App, &Ctx<'_>) -> Result<T, HandlerError>,
 ) -> Result<T, HandlerError> {
-    let app = build(build_app)?;
-    let ctx = Ctx::new(&Imports);
-    run(&app, &ctx)
+    with_built(build_app, |app| run(app, &Ctx::new(&Imports)))
 }
 
 /// `wasi:http/incoming-handler.handle`: reads the request, serves it on the registered routes,
 /// writes the response.
 pub fn handle_http(build_app: BuildFn, request: IncomingRequest, out: ResponseOutparam) {
     let response = match read_request(&request) {
-        Ok(req) => match build(build_app) {
-            Ok(app) => app.serve(&Ctx::new(&Imports), req),
-            Err(e) => Response::text(500, &e.to_string()),
-        },
+        Ok(req) => with_built(build_app, |app| Ok(app.serve(&Ctx::new(&Imports), req)))
+            .unwrap_or_else(|e| Response::text(500, &e.to_string())),
         Err(response) => response,
     };
     write_response(response, out);

@@ -5,11 +5,10 @@ use std::sync::Arc;
 use atrium_manifest::Manifest;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use wasmtime::component::{InstancePre, ResourceTable};
+use wasmtime::component::InstancePre;
 use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
-use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::exports::wasi::http::incoming_handler::GuestIndices as HttpIndices;
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpView};
 
 use atrium_manifest::sandbox::declared_names;
 
@@ -18,13 +17,11 @@ use crate::bindings::exports::atrium::app::handlers::{
     Guest as Handlers, GuestIndices as HandlerIndices,
 };
 use crate::cache::CacheOutcome;
-use crate::egress::EgressHooks;
 use crate::engine::{MAX_MEMORY_MB, RuntimeInner};
-use crate::limits::{CpuClock, DeadlineExceeded, MemoryCap, MemoryCapExceeded};
-use crate::logs::{CallTags, LogPipe, LogSink, Stream};
-use crate::state::{CallContext, CallState};
+use crate::limits::{DeadlineExceeded, MemoryCapExceeded};
+use crate::state::{CallState, VersionParts};
 use crate::{
-    AppEvent, CallError, CallInfo, Caller, HandlerError, InboundEnvelope, Invocation, LoadError,
+    AppEvent, CallError, Caller, HandlerError, InboundEnvelope, Invocation, LoadError,
     Registration, RoomMessage, Runtime, UserAdded,
 };
 
@@ -43,6 +40,7 @@ struct AppInner {
     egress: Arc<EgressPolicy>,
     env: Vec<(String, String)>,
     cache: CacheOutcome,
+    preinitialized: bool,
 }
 
 /// The handler calls, in one type so that one function drives them all.
@@ -69,8 +67,8 @@ pub type RouteResponse = http::Response<Bytes>;
 
 impl Runtime {
     /// Loads an app from the bytes of its component and its manifest: compiles it (or loads the
-    /// cached compilation), checks that it targets the `atrium:app` world, and prepares it for
-    /// instantiation.
+    /// cached compilation), pre-initialised when it exports `wizer-initialize`, checks that it
+    /// targets the `atrium:app` world, and prepares it for instantiation.
     pub fn load(&self, bytes: &[u8], manifest: Manifest) -> Result<App, LoadError> {
         let inner = &self.inner;
         if is_core_module(bytes) {
@@ -89,15 +87,26 @@ impl Runtime {
                 "runtime.resources.memory_mb is {memory_mb}; this host allows at most {MAX_MEMORY_MB}"
             )));
         }
-        let (component, cache) = match &inner.cache {
-            Some(cache) => cache.load_or_compile(&inner.engine, bytes),
-            None => wasmtime::component::Component::new(&inner.engine, bytes)
-                .map(|c| (c, CacheOutcome::Compiled)),
-        }
-        .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+        let manifest = Arc::new(manifest);
+        let egress = Arc::new(EgressPolicy::new(
+            manifest.network.egress_hosts.iter().map(String::as_str),
+        ));
+        let env: Vec<(String, String)> = manifest
+            .runtime
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let version = VersionParts {
+            manifest: &manifest,
+            egress: &egress,
+            env: &env,
+        };
+        let compiled = crate::preinit::compile(inner, bytes, &version)
+            .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
         let pre = inner
             .linker
-            .instantiate_pre(&component)
+            .instantiate_pre(&compiled.component)
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
         let handlers = HandlerIndices::new(&pre).ok();
         let http = HttpIndices::new(&pre).ok();
@@ -107,25 +116,17 @@ impl Runtime {
                     .into(),
             ));
         }
-        let egress = Arc::new(EgressPolicy::new(
-            manifest.network.egress_hosts.iter().map(String::as_str),
-        ));
-        let env = manifest
-            .runtime
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         Ok(App {
             inner: Arc::new(AppInner {
                 runtime: inner.clone(),
                 pre,
                 handlers,
                 http,
-                manifest: Arc::new(manifest),
+                manifest,
                 egress,
                 env,
-                cache,
+                cache: compiled.outcome,
+                preinitialized: compiled.preinitialized,
             }),
         })
     }
@@ -154,6 +155,12 @@ impl App {
     /// Whether the compiled component came from the on-disk cache.
     pub fn loaded_from_cache(&self) -> bool {
         self.inner.cache == CacheOutcome::Loaded
+    }
+
+    /// Whether calls start from a pre-initialised snapshot of the component (it exports
+    /// `wizer-initialize` and its initialisation succeeded; docs/runtime.md).
+    pub fn preinitialized(&self) -> bool {
+        self.inner.preinitialized
     }
 
     /// Whether the app serves handler calls (exports `atrium:app/handlers`).
@@ -489,64 +496,18 @@ impl App {
         inv: &Invocation,
     ) -> Result<(Store<CallState>, wasmtime::component::Instance), CallError> {
         let app = &self.inner;
-        let m = &app.manifest;
-        let config = &app.runtime.config;
-        let call = CallInfo {
-            tenant_id: inv.tenant_id.clone(),
-            app_id: m.app_id.clone(),
-            app_version: m.version.clone(),
-            call_id: inv.call_id(),
-            chain_depth: inv.chain.depth,
-            visited_agents: inv.chain.visited.clone(),
-            public_route: inv.public_route,
-        };
-        let log = LogSink::new(
-            CallTags {
-                tenant: call.tenant_id.clone(),
-                app: call.app_id.clone(),
-                version: call.app_version.clone(),
-                call: call.call_id.clone(),
+        let mut store = crate::state::new_store(
+            &app.runtime,
+            &crate::state::VersionParts {
+                manifest: &app.manifest,
+                egress: &app.egress,
+                env: &app.env,
             },
-            config.max_log_bytes,
+            inv,
         );
-        let wasi = WasiCtxBuilder::new()
-            .envs(&app.env)
-            .stdout(LogPipe::new(log.clone(), Stream::Stdout))
-            .stderr(LogPipe::new(log.clone(), Stream::Stderr))
-            .allow_ip_name_lookup(false)
-            .allow_tcp(false)
-            .allow_udp(false)
-            .build();
-        let state = CallState {
-            wasi,
-            table: ResourceTable::new(),
-            http: WasiHttpCtx::new(),
-            hooks: EgressHooks {
-                policy: app.egress.clone(),
-                log: log.clone(),
-            },
-            memory: MemoryCap {
-                limit_mb: u64::from(m.runtime.resources.memory_mb),
-                peak_bytes: 0,
-            },
-            clock: CpuClock::new(m.runtime.resources.cpu_cores, config.deadline),
-            log,
-            call: CallContext {
-                info: call,
-                chain: inv.chain.clone(),
-                manifest: app.manifest.clone(),
-                platform: inv.platform.clone(),
-            },
-            granted_scopes: Arc::new(inv.granted_scopes.clone()),
-            settings: Arc::new(inv.settings.clone()),
-        };
-        let mut store = Store::new(&app.runtime.engine, state);
-        store.limiter(|s| &mut s.memory);
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(|mut cx| cx.data_mut().clock.tick());
         match app.pre.instantiate_async(&mut store).await {
             Ok(instance) => Ok((store, instance)),
-            Err(error) => Err(classify(error, store.data(), config.deadline)),
+            Err(error) => Err(classify(error, store.data(), app.runtime.config.deadline)),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The on-disk cache of compiled components.
 //!
 //! A compiled artifact is stored as `<sha256 of the component>-<hash of the engine's compile
-//! settings>.cwasm`, so a restart of the host loads it instead of compiling again, and a host
+//! settings>.cwasm` (`...-init.cwasm` for its pre-initialised form, docs/runtime.md), so a restart of the host loads it instead of compiling again, and a host
 //! with other engine settings (or another wasmtime) never loads an artifact it cannot run.
 //! Files are written to a temporary name and renamed into place, so a crash never leaves a
 //! half-written artifact under a real name; an artifact that fails to load is compiled again
@@ -47,6 +47,15 @@ pub enum CacheOutcome {
     Loaded,
 }
 
+/// Which form of a component an artifact holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// The component as published.
+    Plain,
+    /// The component after `wizer-initialize` ran and its state was snapshotted.
+    Preinitialized,
+}
+
 impl DiskCache {
     pub fn new(dir: PathBuf, engine: &Engine) -> std::io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
@@ -56,10 +65,50 @@ impl DiskCache {
         Ok(DiskCache { dir, engine_hash })
     }
 
-    fn path_for(&self, bytes: &[u8]) -> PathBuf {
+    fn path_for(&self, bytes: &[u8], variant: Variant) -> PathBuf {
         let digest = Sha256::digest(bytes);
-        self.dir
-            .join(format!("{}-{}.cwasm", hex(&digest), self.engine_hash))
+        let suffix = match variant {
+            Variant::Plain => "",
+            Variant::Preinitialized => "-init",
+        };
+        self.dir.join(format!(
+            "{}-{}{suffix}.cwasm",
+            hex(&digest),
+            self.engine_hash
+        ))
+    }
+
+    /// Loads the compiled form of `bytes` (the component as published) if it is cached.
+    pub fn load(&self, engine: &Engine, bytes: &[u8], variant: Variant) -> Option<Component> {
+        let path = self.path_for(bytes, variant);
+        if !path.exists() {
+            return None;
+        }
+        match deserialize(engine, &path) {
+            Ok(component) => Some(component),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cached component does not load; compiling again");
+                None
+            }
+        }
+    }
+
+    /// Compiles `wasm` (the component as published, or what was made of it) and stores the
+    /// artifact under the name of `bytes`.
+    pub fn compile_and_store(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        variant: Variant,
+        wasm: &[u8],
+    ) -> wasmtime::Result<Component> {
+        let path = self.path_for(bytes, variant);
+        let compiled = engine.precompile_component(wasm)?;
+        if let Err(error) = self.store(&path, &compiled) {
+            tracing::warn!(path = %path.display(), %error, "could not write the compiled component to the cache");
+        }
+        // Load what was just compiled the same way a restart will: one code path.
+        deserialize_bytes(engine, &compiled)
     }
 
     /// Loads the compiled form of `bytes`, compiling and storing it when needed.
@@ -68,21 +117,10 @@ impl DiskCache {
         engine: &Engine,
         bytes: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let path = self.path_for(bytes);
-        if path.exists() {
-            match deserialize(engine, &path) {
-                Ok(component) => return Ok((component, CacheOutcome::Loaded)),
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "cached component does not load; compiling again");
-                }
-            }
+        if let Some(component) = self.load(engine, bytes, Variant::Plain) {
+            return Ok((component, CacheOutcome::Loaded));
         }
-        let compiled = engine.precompile_component(bytes)?;
-        if let Err(error) = self.store(&path, &compiled) {
-            tracing::warn!(path = %path.display(), %error, "could not write the compiled component to the cache");
-        }
-        // Load what was just compiled the same way a restart will: one code path.
-        let component = deserialize_bytes(engine, &compiled)?;
+        let component = self.compile_and_store(engine, bytes, Variant::Plain, bytes)?;
         Ok((component, CacheOutcome::Compiled))
     }
 

@@ -38,6 +38,7 @@ mod limits;
 mod logs;
 pub mod memory;
 mod platform;
+mod preinit;
 mod state;
 
 pub use app::{App, RouteResponse};

@@ -8,14 +8,16 @@ use std::sync::Arc;
 
 use atrium_manifest::Manifest;
 use serde_json::{Map, Value};
+use wasmtime::Store;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::egress::EgressHooks;
+use crate::engine::RuntimeInner;
 use crate::limits::{CpuClock, MemoryCap};
-use crate::logs::LogSink;
-use crate::{CallInfo, ChainContext, Platform};
+use crate::logs::{CallTags, LogPipe, LogSink, Stream};
+use crate::{CallInfo, ChainContext, EgressPolicy, Invocation, Platform};
 
 /// Who is calling and on whose behalf: what every capability that reaches the platform needs.
 pub(crate) struct CallContext {
@@ -62,4 +64,77 @@ impl WasiHttpView for CallState {
             ctx: &mut self.http,
         }
     }
+}
+
+/// What every call into one app version shares.
+pub(crate) struct VersionParts<'a> {
+    pub manifest: &'a Arc<Manifest>,
+    pub egress: &'a Arc<EgressPolicy>,
+    /// `runtime.env`.
+    pub env: &'a [(String, String)],
+}
+
+/// A fresh store for one call: its WASI context (environment from `runtime.env`, output to the
+/// call's log, no sockets, no files), its memory cap, its deadline and CPU share.
+pub(crate) fn new_store(
+    runtime: &RuntimeInner,
+    version: &VersionParts<'_>,
+    inv: &Invocation,
+) -> Store<CallState> {
+    let m = version.manifest;
+    let config = &runtime.config;
+    let call = CallInfo {
+        tenant_id: inv.tenant_id.clone(),
+        app_id: m.app_id.clone(),
+        app_version: m.version.clone(),
+        call_id: inv.call_id(),
+        chain_depth: inv.chain.depth,
+        visited_agents: inv.chain.visited.clone(),
+        public_route: inv.public_route,
+    };
+    let log = LogSink::new(
+        CallTags {
+            tenant: call.tenant_id.clone(),
+            app: call.app_id.clone(),
+            version: call.app_version.clone(),
+            call: call.call_id.clone(),
+        },
+        config.max_log_bytes,
+    );
+    let wasi = WasiCtxBuilder::new()
+        .envs(version.env)
+        .stdout(LogPipe::new(log.clone(), Stream::Stdout))
+        .stderr(LogPipe::new(log.clone(), Stream::Stderr))
+        .allow_ip_name_lookup(false)
+        .allow_tcp(false)
+        .allow_udp(false)
+        .build();
+    let state = CallState {
+        wasi,
+        table: ResourceTable::new(),
+        http: WasiHttpCtx::new(),
+        hooks: EgressHooks {
+            policy: version.egress.clone(),
+            log: log.clone(),
+        },
+        memory: MemoryCap {
+            limit_mb: u64::from(m.runtime.resources.memory_mb),
+            peak_bytes: 0,
+        },
+        clock: CpuClock::new(m.runtime.resources.cpu_cores, config.deadline),
+        log,
+        call: CallContext {
+            info: call,
+            chain: inv.chain.clone(),
+            manifest: m.clone(),
+            platform: inv.platform.clone(),
+        },
+        granted_scopes: Arc::new(inv.granted_scopes.clone()),
+        settings: Arc::new(inv.settings.clone()),
+    };
+    let mut store = Store::new(&runtime.engine, state);
+    store.limiter(|s| &mut s.memory);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|mut cx| cx.data_mut().clock.tick());
+    store
 }

@@ -45,6 +45,8 @@ async fn invoice_desk_lists_invoices_and_serves_its_public_pdf() {
         atrium_test_artifacts::INVOICES_MANIFEST,
         |_| {},
     );
+    // Built with the SDK: every call starts from the snapshot with the app already built.
+    assert!(app.preinitialized());
     let p = Arc::new(
         MemoryPlatform::default()
             .with_tool("records.query", &["invoices.read"], json!([{"id": "inv-1", "issued_at": "2026-01-01"}, {"id": "inv-2", "issued_at": "2026-02-01"}]))

@@ -17,12 +17,14 @@ fn a_component_is_compiled_once_and_then_loaded_from_the_disk_cache() {
         .load(&bytes, m.clone())
         .unwrap();
     assert!(!first.loaded_from_cache());
+    // The SDK's components export `wizer-initialize`: what is cached is the snapshot.
+    assert!(first.preinitialized());
     // A restart: a new engine with the same settings finds the artifact.
     let second = Runtime::new(config())
         .unwrap()
         .load(&bytes, m.clone())
         .unwrap();
-    assert!(second.loaded_from_cache());
+    assert!(second.loaded_from_cache() && second.preinitialized());
 
     // A damaged artifact is compiled again and replaced.
     let cached: Vec<_> = std::fs::read_dir(dir.path())
@@ -35,7 +37,7 @@ fn a_component_is_compiled_once_and_then_loaded_from_the_disk_cache() {
             .file_name()
             .unwrap()
             .to_string_lossy()
-            .ends_with(".cwasm")
+            .ends_with("-init.cwasm")
     );
     std::fs::write(&cached[0], b"garbage").unwrap();
     let third = Runtime::new(config())
@@ -118,6 +120,8 @@ async fn optional_exports_are_detected() {
         |_| {},
     );
     assert!(only.has_handlers() && !only.has_http());
+    // Both are built with wit-bindgen alone, without the SDK's `wizer-initialize`.
+    assert!(!plain.preinitialized() && !only.preinitialized());
     let p = platform();
     assert_eq!(plain.health(&inv(&p)).await.unwrap(), None);
     assert_eq!(
