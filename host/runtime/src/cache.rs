@@ -47,6 +47,16 @@ pub enum CacheOutcome {
     Loaded,
 }
 
+/// The name of a component in the cache: the SHA-256 of its bytes as published, in hex.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CacheKey(String);
+
+impl CacheKey {
+    pub fn of(bytes: &[u8]) -> Self {
+        CacheKey(hex(&Sha256::digest(bytes)))
+    }
+}
+
 /// Which form of a component an artifact holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Variant {
@@ -65,22 +75,18 @@ impl DiskCache {
         Ok(DiskCache { dir, engine_hash })
     }
 
-    fn path_for(&self, bytes: &[u8], variant: Variant) -> PathBuf {
-        let digest = Sha256::digest(bytes);
+    fn path_for(&self, key: &CacheKey, variant: Variant) -> PathBuf {
         let suffix = match variant {
             Variant::Plain => "",
             Variant::Preinitialized => "-init",
         };
-        self.dir.join(format!(
-            "{}-{}{suffix}.cwasm",
-            hex(&digest),
-            self.engine_hash
-        ))
+        self.dir
+            .join(format!("{}-{}{suffix}.cwasm", key.0, self.engine_hash))
     }
 
-    /// Loads the compiled form of `bytes` (the component as published) if it is cached.
-    pub fn load(&self, engine: &Engine, bytes: &[u8], variant: Variant) -> Option<Component> {
-        let path = self.path_for(bytes, variant);
+    /// Loads the compiled form of the component `key` names if it is cached.
+    pub fn load(&self, engine: &Engine, key: &CacheKey, variant: Variant) -> Option<Component> {
+        let path = self.path_for(key, variant);
         if !path.exists() {
             return None;
         }
@@ -94,15 +100,15 @@ impl DiskCache {
     }
 
     /// Compiles `wasm` (the component as published, or what was made of it) and stores the
-    /// artifact under the name of `bytes`.
+    /// artifact under `key`, the name of the component as published.
     pub fn compile_and_store(
         &self,
         engine: &Engine,
-        bytes: &[u8],
+        key: &CacheKey,
         variant: Variant,
         wasm: &[u8],
     ) -> wasmtime::Result<Component> {
-        let path = self.path_for(bytes, variant);
+        let path = self.path_for(key, variant);
         let compiled = engine.precompile_component(wasm)?;
         if let Err(error) = self.store(&path, &compiled) {
             tracing::warn!(path = %path.display(), %error, "could not write the compiled component to the cache");
@@ -111,16 +117,17 @@ impl DiskCache {
         deserialize_bytes(engine, &compiled)
     }
 
-    /// Loads the compiled form of `bytes`, compiling and storing it when needed.
+    /// Loads the compiled form of `bytes` (named `key`), compiling and storing it when needed.
     pub fn load_or_compile(
         &self,
         engine: &Engine,
+        key: &CacheKey,
         bytes: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        if let Some(component) = self.load(engine, bytes, Variant::Plain) {
+        if let Some(component) = self.load(engine, key, Variant::Plain) {
             return Ok((component, CacheOutcome::Loaded));
         }
-        let component = self.compile_and_store(engine, bytes, Variant::Plain, bytes)?;
+        let component = self.compile_and_store(engine, key, Variant::Plain, bytes)?;
         Ok((component, CacheOutcome::Compiled))
     }
 

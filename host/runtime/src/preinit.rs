@@ -24,7 +24,7 @@ use wasmtime::{Store, bail, format_err};
 use wasmtime_wizer::{ComponentInstanceState, Wizer};
 
 use crate::Invocation;
-use crate::cache::{CacheOutcome, Variant};
+use crate::cache::{CacheKey, CacheOutcome, Variant};
 use crate::engine::RuntimeInner;
 use crate::memory::MemoryPlatform;
 use crate::state::{CallState, VersionParts, new_store};
@@ -48,26 +48,26 @@ pub(crate) fn compile(
     version: &VersionParts<'_>,
 ) -> wasmtime::Result<Compiled> {
     let engine = &runtime.engine;
+    let key = runtime.cache.as_ref().map(|_| CacheKey::of(bytes));
+    // Only a component that exports the initialiser ever has a pre-initialised artifact, so a
+    // cached one is looked for before the component is parsed.
+    if let (Some(cache), Some(key)) = (&runtime.cache, &key)
+        && let Some(component) = cache.load(engine, key, Variant::Preinitialized)
+    {
+        return Ok(Compiled {
+            component,
+            outcome: CacheOutcome::Loaded,
+            preinitialized: true,
+        });
+    }
     if exports_init(bytes) {
-        if let Some(cache) = &runtime.cache
-            && let Some(component) = cache.load(engine, bytes, Variant::Preinitialized)
-        {
-            return Ok(Compiled {
-                component,
-                outcome: CacheOutcome::Loaded,
-                preinitialized: true,
-            });
-        }
         match snapshot(runtime, bytes, version) {
             Ok(snapshot) => {
-                let component = match &runtime.cache {
-                    Some(cache) => cache.compile_and_store(
-                        engine,
-                        bytes,
-                        Variant::Preinitialized,
-                        &snapshot,
-                    )?,
-                    None => Component::new(engine, &snapshot)?,
+                let component = match (&runtime.cache, &key) {
+                    (Some(cache), Some(key)) => {
+                        cache.compile_and_store(engine, key, Variant::Preinitialized, &snapshot)?
+                    }
+                    _ => Component::new(engine, &snapshot)?,
                 };
                 return Ok(Compiled {
                     component,
@@ -82,9 +82,9 @@ pub(crate) fn compile(
             }
         }
     }
-    let (component, outcome) = match &runtime.cache {
-        Some(cache) => cache.load_or_compile(engine, bytes)?,
-        None => (Component::new(engine, bytes)?, CacheOutcome::Compiled),
+    let (component, outcome) = match (&runtime.cache, &key) {
+        (Some(cache), Some(key)) => cache.load_or_compile(engine, key, bytes)?,
+        _ => (Component::new(engine, bytes)?, CacheOutcome::Compiled),
     };
     Ok(Compiled {
         component,
