@@ -162,8 +162,23 @@ fn assert_unit(vectors: &[Vec<f32>]) {
 #[tokio::test]
 async fn every_provider_embeds_in_order_with_its_protocol_and_key() {
     let (mistral, ovh, ollama_fake, embedders) = start().await;
-    let order: Vec<_> = embedders.all().iter().map(|e| e.provider()).collect();
-    assert_eq!(order, ["ovh", "mistral", "ollama", "local"]);
+    let order: Vec<_> = embedders
+        .all()
+        .iter()
+        .map(|e| (e.provider(), e.model().to_owned()))
+        .collect();
+    // The EU providers, then the two built-in embedders (the build fetched the semantic one's
+    // files), semantic first.
+    assert_eq!(
+        order,
+        [
+            ("ovh", "bge-m3".to_owned()),
+            ("mistral", "mistral-embed".to_owned()),
+            ("ollama", "bge-m3".to_owned()),
+            ("local", "all-minilm-l6-v2".to_owned()),
+            ("local", "atrium-local-lexical".to_owned())
+        ]
+    );
     assert_eq!(embedders.default_embedder().provider(), "ovh");
     let input = texts(3);
     for (provider, fake, model, tokens) in [
@@ -286,6 +301,7 @@ async fn unreachable_provider_is_unavailable() {
 async fn without_providers_the_local_embedder_is_the_default_and_can_be_chosen() {
     let embedders = Embedders::from_config(&InferenceConfig::default(), &|_| None);
     assert_eq!(embedders.default_embedder().provider(), "local");
+    assert_eq!(embedders.default_embedder().model(), "all-minilm-l6-v2");
     let out = embedders.default_embedder().embed(&texts(2)).await.unwrap();
     assert_unit(&out.vectors);
     let vars = |name: &str| match name {
@@ -295,5 +311,6 @@ async fn without_providers_the_local_embedder_is_the_default_and_can_be_chosen()
     };
     let chosen = Embedders::from_config(&InferenceConfig::default(), &vars);
     assert_eq!(chosen.default_embedder().provider(), "local");
-    assert_eq!(chosen.all().len(), 2);
+    assert_eq!(chosen.default_embedder().model(), "all-minilm-l6-v2");
+    assert_eq!(chosen.all().len(), 3);
 }

@@ -1,9 +1,12 @@
 //! Embeddings: 1024 numbers per input, unit-normalised, EU-only.
 //!
-//! An [`Embedder`] turns texts into vectors. There are four:
+//! An [`Embedder`] turns texts into vectors. There are five:
 //!
+//! - [`semantic`]: the built-in semantic embedder (`all-minilm-l6-v2`), a small sentence
+//!   model run in-process from weights the build step fetched; the default when no EU
+//!   embedding provider is configured and its files are there.
 //! - [`local`]: the built-in lexical embedder (`atrium-local-lexical`), no network and no
-//!   weights; the default when no EU embedding provider is configured.
+//!   weights; the default when neither is.
 //! - Mistral `mistral-embed` and OVH AI Endpoints `bge-m3`, over the OpenAI embeddings wire
 //!   format (`POST {base}/embeddings`).
 //! - Ollama `bge-m3`, over Ollama's native `POST {base}/api/embed`.
@@ -15,6 +18,7 @@
 
 pub mod local;
 mod remote;
+pub mod semantic;
 
 use std::sync::Arc;
 
@@ -159,19 +163,21 @@ impl Default for Embedders {
 }
 
 impl Embedders {
-    /// `list` in order of preference; the local embedder is always added last.
+    /// `list` in order of preference; the lexical embedder is always added last.
     pub fn new(mut list: Vec<Arc<dyn Embedder>>) -> Self {
-        if !list.iter().any(|e| e.provider() == "local") {
+        if !list.iter().any(|e| e.model() == local::MODEL) {
             list.push(Arc::new(LocalEmbedder));
         }
         Embedders { list }
     }
 
     /// The EU embedding providers that are configured, in the order OVH, Mistral, Ollama (the
-    /// order of the eu-sovereign tier), then the local embedder. A provider is configured the
+    /// order of the eu-sovereign tier), then the built-in semantic embedder when its files are
+    /// there ([`semantic::default_dir`]), then the lexical one. A provider is configured the
     /// way its chat is (`ATRIUM_<PROVIDER>_API_KEY`, `ATRIUM_<PROVIDER>_BASE_URL` or the
-    /// config file). `ATRIUM_EMBEDDER` (`ovh`, `mistral`, `ollama` or `local`) picks the
-    /// default among them.
+    /// config file). `ATRIUM_EMBEDDER` picks the default among them by provider (`ovh`,
+    /// `mistral`, `ollama` or `local`, the first built-in one) or by model
+    /// (`atrium-local-lexical`, `all-minilm-l6-v2`, ...).
     pub fn from_config(config: &InferenceConfig, var: &dyn Fn(&str) -> Option<String>) -> Self {
         let client = reqwest::Client::new();
         let mut offered: Vec<(u8, Arc<dyn Embedder>)> = Vec::new();
@@ -186,14 +192,30 @@ impl Embedders {
         }
         offered.sort_by_key(|(rank, _)| *rank);
         let mut list: Vec<Arc<dyn Embedder>> = offered.into_iter().map(|(_, e)| e).collect();
+        if let Some(dir) = semantic::default_dir(var) {
+            let started = std::time::Instant::now();
+            match semantic::SemanticEmbedder::load(&dir) {
+                Ok(embedder) => {
+                    tracing::info!(model = semantic::MODEL, dir = %dir.display(),
+                        ms = started.elapsed().as_millis(), "semantic embedder loaded");
+                    list.push(Arc::new(embedder));
+                }
+                Err(error) => tracing::warn!(%error,
+                    "the semantic embedder is not offered; set ATRIUM_SEMANTIC_MODEL_DIR to a directory with its files"),
+            }
+        }
         list.push(Arc::new(LocalEmbedder));
         if let Some(choice) = var("ATRIUM_EMBEDDER").filter(|v| !v.trim().is_empty()) {
-            if let Some(i) = list.iter().position(|e| e.provider() == choice.trim()) {
+            let choice = choice.trim();
+            if let Some(i) = list
+                .iter()
+                .position(|e| e.provider() == choice || e.model() == choice)
+            {
                 let chosen = list.remove(i);
                 list.insert(0, chosen);
             } else {
                 tracing::warn!(
-                    embedder = %choice,
+                    embedder = choice,
                     "ATRIUM_EMBEDDER names an embedder that is not configured; using {}",
                     list[0].provider()
                 );
