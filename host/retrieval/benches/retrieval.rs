@@ -3,12 +3,13 @@
 //!
 //! `cargo bench -p atrium-retrieval --bench retrieval` runs the criterion group (a hybrid query
 //! at 10k chunks), then prints the figures criterion does not give. `ATRIUM_BENCH_CHUNKS`
-//! (default `10000,100000`) sets the collection sizes.
+//! (default `10000,100000`) sets the collection sizes; `ATRIUM_BENCH_EMBEDDER=semantic` uses
+//! the built-in semantic embedder (`all-minilm-l6-v2`) instead of the lexical one.
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use std::time::{Duration, Instant};
 
-use atrium_inference::embed::Embedders;
+use atrium_inference::embed::{Embedders, semantic};
 use atrium_retrieval::{Retrieval, RetrievalConfig};
 use atrium_store::Store;
 use criterion::Criterion;
@@ -106,14 +107,28 @@ struct Setup {
     chunks: i64,
 }
 
+/// The lexical embedder, or the semantic one with `ATRIUM_BENCH_EMBEDDER=semantic`.
+fn embedders() -> Embedders {
+    if std::env::var("ATRIUM_BENCH_EMBEDDER").as_deref() != Ok("semantic") {
+        return Embedders::default();
+    }
+    let dir = semantic::default_dir(&|name: &str| std::env::var(name).ok())
+        .expect("the build step fetched the semantic model");
+    Embedders::new(vec![std::sync::Arc::new(
+        semantic::SemanticEmbedder::load(&dir).unwrap(),
+    )])
+}
+
 /// A collection of about `target` chunks; prints the ingestion figures.
 async fn build(target: i64) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_sqlite(dir.path()).await.unwrap();
     let org = store.create_key("bench", "k").await.unwrap().org_id;
+    let embedders = embedders();
+    let model = embedders.default_embedder().model().to_owned();
     let retrieval = Retrieval::open(
         store.clone(),
-        Embedders::default(),
+        embedders,
         // The host's defaults, or what ATRIUM_RAG_* in the environment say.
         RetrievalConfig::from_env(dir.path(), &std::env::vars().collect::<Vec<_>>()).unwrap(),
     )
@@ -143,10 +158,11 @@ async fn build(target: i64) -> Setup {
     }
     let took = started.elapsed();
     println!(
-        "ingest {chunks} chunks in {} documents: {:.2} s, {:.0} chunks/s (split, local embedding, LanceDB append, 4 writers)",
+        "ingest {chunks} chunks in {} documents: {:.2} s, {:.0} chunks/s (split, {} embedding, LanceDB append, 4 writers)",
         docs.len(),
         took.as_secs_f64(),
-        chunks as f64 / took.as_secs_f64()
+        chunks as f64 / took.as_secs_f64(),
+        model
     );
     let (rss, peak) = memory();
     println!("after ingesting: RSS {rss} MiB, peak {peak} MiB");

@@ -13,6 +13,12 @@ pub const DEFAULT_INDEX_CACHE_MB: usize = 512;
 /// Default budget of the metadata cache shared by all tables, in MiB.
 pub const DEFAULT_METADATA_CACHE_MB: usize = 128;
 
+/// Vector index partitions a query searches, by default.
+pub const DEFAULT_NPROBES: usize = 20;
+
+/// Re-ranking of vector candidates with the full vectors, by default.
+pub const DEFAULT_REFINE_FACTOR: u32 = 4;
+
 /// How retrieval is set up.
 #[derive(Debug, Clone)]
 pub struct RetrievalConfig {
@@ -44,6 +50,11 @@ pub struct RetrievalConfig {
     pub pdf: PdfLimits,
     /// How often an unreachable store is probed again.
     pub retry_every: Duration,
+    /// Vector index partitions a query searches (of about √rows).
+    pub nprobes: usize,
+    /// How many times the asked-for vector candidates are re-ranked with the full vectors
+    /// (0: none, the index's compressed distances decide).
+    pub refine_factor: u32,
 }
 
 impl RetrievalConfig {
@@ -62,13 +73,16 @@ impl RetrievalConfig {
             metadata_cache_bytes: DEFAULT_METADATA_CACHE_MB << 20,
             pdf: PdfLimits::default(),
             retry_every: Duration::from_secs(2),
+            nprobes: DEFAULT_NPROBES,
+            refine_factor: DEFAULT_REFINE_FACTOR,
         }
     }
 
     /// The configuration from the environment: `ATRIUM_RAG_URI` (default `<data dir>/rag`);
     /// for object storage, every `ATRIUM_RAG_STORAGE_<OPTION>` as a storage option
     /// (`ATRIUM_RAG_STORAGE_AWS_ENDPOINT=http://minio:9000` is `aws_endpoint`); the cache
-    /// budgets `ATRIUM_RAG_INDEX_CACHE_MB` and `ATRIUM_RAG_METADATA_CACHE_MB`.
+    /// budgets `ATRIUM_RAG_INDEX_CACHE_MB` and `ATRIUM_RAG_METADATA_CACHE_MB`; the vector
+    /// search's `ATRIUM_RAG_NPROBES` (1 to 1024) and `ATRIUM_RAG_REFINE_FACTOR` (0 to 100).
     pub fn from_env(data_dir: &Path, vars: &[(String, String)]) -> Result<Self, String> {
         let get = |name: &str| {
             vars.iter()
@@ -107,6 +121,29 @@ impl RetrievalConfig {
         config.index_cache_bytes = megabytes("ATRIUM_RAG_INDEX_CACHE_MB", DEFAULT_INDEX_CACHE_MB)?;
         config.metadata_cache_bytes =
             megabytes("ATRIUM_RAG_METADATA_CACHE_MB", DEFAULT_METADATA_CACHE_MB)?;
+        let number =
+            |name: &str, default: usize, range: std::ops::RangeInclusive<usize>| match get(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| range.contains(n))
+                    .ok_or_else(|| {
+                        format!(
+                            "{name} must be a whole number from {} to {}, got `{v}`",
+                            range.start(),
+                            range.end()
+                        )
+                    }),
+            };
+        config.nprobes = number("ATRIUM_RAG_NPROBES", DEFAULT_NPROBES, 1..=1024)?;
+        config.refine_factor = u32::try_from(number(
+            "ATRIUM_RAG_REFINE_FACTOR",
+            DEFAULT_REFINE_FACTOR as usize,
+            0..=100,
+        )?)
+        .unwrap_or(DEFAULT_REFINE_FACTOR);
         Ok(config)
     }
 }
@@ -129,6 +166,7 @@ mod tests {
         assert_eq!(config.read_consistency, None);
         assert_eq!(config.index_cache_bytes, 512 << 20);
         assert_eq!(config.metadata_cache_bytes, 128 << 20);
+        assert_eq!((config.nprobes, config.refine_factor), (20, 4));
 
         let config = RetrievalConfig::from_env(
             data,
@@ -137,6 +175,8 @@ mod tests {
                 ("ATRIUM_RAG_STORAGE_AWS_REGION", "eu-west-3"),
                 ("ATRIUM_RAG_INDEX_CACHE_MB", "64"),
                 ("ATRIUM_RAG_METADATA_CACHE_MB", " 16 "),
+                ("ATRIUM_RAG_NPROBES", "8"),
+                ("ATRIUM_RAG_REFINE_FACTOR", "0"),
             ]),
         )
         .unwrap();
@@ -148,6 +188,19 @@ mod tests {
         );
         assert_eq!(config.index_cache_bytes, 64 << 20);
         assert_eq!(config.metadata_cache_bytes, 16 << 20);
+        assert_eq!((config.nprobes, config.refine_factor), (8, 0));
+        for (name, bad) in [
+            ("ATRIUM_RAG_NPROBES", "0"),
+            ("ATRIUM_RAG_NPROBES", "5000"),
+            ("ATRIUM_RAG_REFINE_FACTOR", "-2"),
+            ("ATRIUM_RAG_REFINE_FACTOR", "many"),
+        ] {
+            let err = RetrievalConfig::from_env(data, &vars(&[(name, bad)])).unwrap_err();
+            assert!(
+                err.contains(name) && err.contains(bad),
+                "{name}={bad}: {err}"
+            );
+        }
 
         for bad in ["0", "-1", "lots", "1.5", "2000000"] {
             let err = RetrievalConfig::from_env(data, &vars(&[("ATRIUM_RAG_INDEX_CACHE_MB", bad)]))

@@ -104,11 +104,13 @@ impl Retrieval {
                     .nearest_to(vector.as_slice())
                     .map_err(|e| storage("vector search", e))?
                     .distance_type(lancedb::DistanceType::Cosine)
-                    .nprobes(20)
-                    .map_err(|e| storage("vector search", e))?
-                    .refine_factor(4)
-                    .limit(candidates)
-                    .select(columns.clone());
+                    .nprobes(self.config.nprobes)
+                    .map_err(|e| storage("vector search", e))?;
+                let search = match self.config.refine_factor {
+                    0 => search,
+                    factor => search.refine_factor(factor),
+                };
+                let search = search.limit(candidates).select(columns.clone());
                 let search = only_selected(search);
                 collect(search.execute().await, "vector search").await
             };

@@ -291,24 +291,43 @@ mod tests {
         ))
     }
 
+    /// A runtime and the parts of an app version, for [`compile`].
+    struct Fixture {
+        runtime: Runtime,
+        manifest: Arc<atrium_manifest::Manifest>,
+        egress: Arc<EgressPolicy>,
+    }
+
+    impl Fixture {
+        fn new(config: RuntimeConfig) -> Self {
+            Fixture {
+                runtime: Runtime::new(config).unwrap(),
+                manifest: Arc::new(atrium_manifest::parse(MANIFEST).unwrap()),
+                egress: Arc::new(EgressPolicy::new(std::iter::empty())),
+            }
+        }
+
+        fn version(&self) -> VersionParts<'_> {
+            VersionParts {
+                manifest: &self.manifest,
+                egress: &self.egress,
+                env: &[],
+            }
+        }
+
+        fn compile(&self, bytes: &[u8]) -> Compiled {
+            compile(&self.runtime.inner, bytes, &self.version()).unwrap()
+        }
+    }
+
     /// Compiles `bytes` through [`compile`] and calls `get` on a fresh instance.
     async fn compile_and_get(bytes: &[u8]) -> (bool, u32) {
-        let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
-        let manifest = Arc::new(atrium_manifest::parse(MANIFEST).unwrap());
-        let egress = Arc::new(EgressPolicy::new(std::iter::empty()));
-        let version = VersionParts {
-            manifest: &manifest,
-            egress: &egress,
-            env: &[],
-        };
-        let compiled = compile(&runtime.inner, bytes, &version).unwrap();
-        let pre = runtime
-            .inner
-            .linker
-            .instantiate_pre(&compiled.component)
-            .unwrap();
+        let fixture = Fixture::new(RuntimeConfig::default());
+        let compiled = fixture.compile(bytes);
+        let inner = &fixture.runtime.inner;
+        let pre = inner.linker.instantiate_pre(&compiled.component).unwrap();
         let inv = Invocation::new("tenant-a", Arc::new(MemoryPlatform::default()));
-        let mut store = new_store(&runtime.inner, &version, &inv);
+        let mut store = new_store(inner, &fixture.version(), &inv);
         let instance = pre.instantiate_async(&mut store).await.unwrap();
         let get = instance
             .get_typed_func::<(), (u32,)>(&mut store, "get")
@@ -333,19 +352,11 @@ mod tests {
     #[tokio::test]
     async fn an_initialisation_past_the_deadline_leaves_the_component_as_published() {
         let bytes = counter("(loop $forever (br $forever))");
-        let runtime = Runtime::new(RuntimeConfig {
+        let fixture = Fixture::new(RuntimeConfig {
             deadline: std::time::Duration::from_millis(200),
             ..RuntimeConfig::default()
-        })
-        .unwrap();
-        let manifest = Arc::new(atrium_manifest::parse(MANIFEST).unwrap());
-        let egress = Arc::new(EgressPolicy::new(std::iter::empty()));
-        let version = VersionParts {
-            manifest: &manifest,
-            egress: &egress,
-            env: &[],
-        };
-        let compiled = compile(&runtime.inner, &bytes, &version).unwrap();
+        });
+        let compiled = fixture.compile(&bytes);
         assert!(!compiled.preinitialized);
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use serde_json::{Value, json};
 
-const RATE: u64 = 500;
+const RATE: u64 = 1000;
 const SECONDS: u64 = 10;
 
 async fn upstream(Json(body): Json<Value>) -> Json<Value> {

@@ -419,21 +419,23 @@ impl Embedder for SemanticEmbedder {
     }
 }
 
+/// The cosine similarity of two vectors, summed in `f64` (for the tests).
+#[cfg(test)]
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::embed::DIMENSIONS;
-
-    fn cosine(a: &[f32], b: &[f32]) -> f64 {
-        let dot: f64 = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| f64::from(*x) * f64::from(*y))
-            .sum();
-        let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-        let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-        dot / (na * nb)
-    }
 
     #[test]
     fn mean_pool_averages_the_masked_tokens_only() {

@@ -136,20 +136,9 @@ impl Projection {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{MODEL, PROVIDER};
+    use super::super::{MODEL, PROVIDER, cosine};
     use super::*;
     use crate::embed::checked;
-
-    fn cosine(a: &[f32], b: &[f32]) -> f64 {
-        let dot: f64 = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| f64::from(*x) * f64::from(*y))
-            .sum();
-        let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-        let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-        dot / (na * nb)
-    }
 
     fn norm(a: &[f32]) -> f64 {
         a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt()
