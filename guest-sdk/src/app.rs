@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{RegistrationError, RegistrationErrorKind as Kind};
+use atrium_manifest::sandbox::registration::{self as rules, RegistrationRefusal};
+
+use crate::error::RegistrationError;
 use crate::http::{Request, Response};
 use crate::{
     AppEvent, Ctx, Error, HandlerError, InboundEnvelope, ManifestInfo, Registration, RoomMessage,
@@ -26,7 +28,7 @@ pub struct ToolOptions<'s> {
 }
 
 /// The lifecycle hooks, named as in the manifest.
-const HOOKS: [&str; 4] = ["on_install", "on_uninstall", "on_inbound", "on_user_added"];
+const HOOKS: [&str; 4] = rules::LIFECYCLE_HOOKS;
 
 /// An app: its manifest and the handlers registered for it. Every registration is checked
 /// against the manifest (docs/sdk.md, "Registration rules") and fails with a
@@ -47,16 +49,12 @@ pub struct App {
     routes: Vec<(&'static str, &'static str, Handler<Request, Response>)>,
 }
 
-fn fail(kind: Kind, message: String) -> RegistrationError {
-    RegistrationError { kind, message }
-}
-
-fn listing(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
-    let names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_owned()).collect();
-    if names.is_empty() {
-        "none are declared".to_owned()
-    } else {
-        format!("declared: {}", names.join(", "))
+/// The rules live with the host's sandbox rules (`atrium_manifest::sandbox::registration`),
+/// which the host applies again to what a component reports at load.
+fn fail(refusal: RegistrationRefusal) -> RegistrationError {
+    RegistrationError {
+        kind: refusal.rule,
+        message: refusal.message,
     }
 }
 
@@ -107,31 +105,9 @@ impl App {
     {
         let m = self.manifest;
         let Some(declared) = m.tools.iter().find(|t| t.name == name) else {
-            return Err(fail(
-                Kind::UnknownTool,
-                format!(
-                    "cannot register tool `{name}`: it is not in the manifest's tools ({})",
-                    listing(m.tools.iter().map(|t| t.name))
-                ),
-            ));
+            return Err(fail(rules::unknown_tool(m, name)));
         };
-        // Collecting nothing allocates nothing: the common case costs no allocation.
-        let outside: Vec<&str> = options
-            .scopes_required
-            .iter()
-            .copied()
-            .filter(|s| !m.required_scopes.contains(s))
-            .collect();
-        if !outside.is_empty() {
-            return Err(fail(
-                Kind::ScopeNotRequired,
-                format!(
-                    "cannot register tool `{name}`: scopes_required {} must be a subset of the manifest's required_scopes ({})",
-                    outside.join(", "),
-                    listing(m.required_scopes)
-                ),
-            ));
-        }
+        rules::tool(m, name, options.scopes_required).map_err(fail)?;
         if self.tools.iter().any(|(n, _)| *n == name) {
             return Err(double("tool", name));
         }
@@ -146,18 +122,8 @@ impl App {
         Ok(self)
     }
 
-    fn check_hook(
-        &self,
-        hook: &str,
-        enabled: bool,
-        present: bool,
-    ) -> Result<(), RegistrationError> {
-        if !enabled {
-            return Err(fail(
-                Kind::LifecycleDisabled,
-                format!("cannot register {hook}: lifecycle.{hook} is not true in the manifest"),
-            ));
-        }
+    fn check_hook(&self, hook: &str, present: bool) -> Result<(), RegistrationError> {
+        rules::lifecycle_hook(self.manifest, hook).map_err(fail)?;
         if present {
             return Err(double("lifecycle hook", hook));
         }
@@ -169,11 +135,7 @@ impl App {
         &mut self,
         handler: impl Fn(&Ctx<'_>) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        self.check_hook(
-            HOOKS[0],
-            self.manifest.lifecycle.on_install,
-            self.install.is_some(),
-        )?;
+        self.check_hook(HOOKS[0], self.install.is_some())?;
         self.install = Some(Box::new(move |ctx, ()| handler(ctx)));
         Ok(self)
     }
@@ -183,11 +145,7 @@ impl App {
         &mut self,
         handler: impl Fn(&Ctx<'_>) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        self.check_hook(
-            HOOKS[1],
-            self.manifest.lifecycle.on_uninstall,
-            self.uninstall.is_some(),
-        )?;
+        self.check_hook(HOOKS[1], self.uninstall.is_some())?;
         self.uninstall = Some(Box::new(move |ctx, ()| handler(ctx)));
         Ok(self)
     }
@@ -197,11 +155,7 @@ impl App {
         &mut self,
         handler: impl Fn(&Ctx<'_>, InboundEnvelope) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        self.check_hook(
-            HOOKS[2],
-            self.manifest.lifecycle.on_inbound,
-            self.inbound.is_some(),
-        )?;
+        self.check_hook(HOOKS[2], self.inbound.is_some())?;
         self.inbound = Some(Box::new(handler));
         Ok(self)
     }
@@ -211,11 +165,7 @@ impl App {
         &mut self,
         handler: impl Fn(&Ctx<'_>, UserAdded) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        self.check_hook(
-            HOOKS[3],
-            self.manifest.lifecycle.on_user_added,
-            self.user_added.is_some(),
-        )?;
+        self.check_hook(HOOKS[3], self.user_added.is_some())?;
         self.user_added = Some(Box::new(handler));
         Ok(self)
     }
@@ -226,16 +176,7 @@ impl App {
         name: &str,
         handler: impl Fn(&Ctx<'_>) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        let schedules = self.manifest.lifecycle.schedules;
-        if !schedules.contains(&name) {
-            return Err(fail(
-                Kind::UnknownSchedule,
-                format!(
-                    "cannot register schedule `{name}`: it is not in lifecycle.schedules ({})",
-                    listing(schedules)
-                ),
-            ));
-        }
+        rules::schedule(self.manifest, name).map_err(fail)?;
         if self.schedules.contains_key(name) {
             return Err(double("schedule", name));
         }
@@ -251,16 +192,7 @@ impl App {
         name: &str,
         handler: impl Fn(&Ctx<'_>, AppEvent) -> Result<R, Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        let subs = self.manifest.subscriptions;
-        if !subs.iter().any(|s| s.event_name == name) {
-            return Err(fail(
-                Kind::UnknownEvent,
-                format!(
-                    "cannot register event handler `{name}`: the manifest's subscribes_to has no such event ({})",
-                    listing(subs.iter().map(|s| s.event_name))
-                ),
-            ));
-        }
+        rules::event(self.manifest, name).map_err(fail)?;
         if self.events.contains_key(name) {
             return Err(double("event", name));
         }
@@ -281,12 +213,7 @@ impl App {
         &mut self,
         handler: impl Fn(&Ctx<'_>, &str, RoomMessage) -> Result<(), Error> + 'static,
     ) -> Result<&mut Self, RegistrationError> {
-        if self.manifest.agents.is_empty() {
-            return Err(fail(
-                Kind::NoAgent,
-                "cannot register on_message: the manifest declares no agent to be mentioned".into(),
-            ));
-        }
+        rules::room_handler(self.manifest).map_err(fail)?;
         if self.room_message.is_some() {
             return Err(double("room handler", "on_message"));
         }
@@ -308,18 +235,7 @@ impl App {
             .iter()
             .find(|r| r.method == method_upper && r.path == path)
         else {
-            return Err(fail(
-                Kind::UnknownRoute,
-                format!(
-                    "cannot register route `{method_upper} {path}`: it is not in the manifest's http_routes ({})",
-                    listing(
-                        self.manifest
-                            .routes
-                            .iter()
-                            .map(|r| format!("{} {}", r.method, r.path))
-                    )
-                ),
-            ));
+            return Err(fail(rules::unknown_route(self.manifest, method, path)));
         };
         if self
             .routes
@@ -466,8 +382,5 @@ impl App {
 }
 
 fn double(what: &str, name: &str) -> RegistrationError {
-    fail(
-        Kind::DoubleRegistration,
-        format!("cannot register {what} `{name}` twice: a handler is already registered"),
-    )
+    fail(rules::double_registration(what, name))
 }

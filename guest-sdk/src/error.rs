@@ -89,26 +89,9 @@ pub struct RegistrationError {
     pub message: String,
 }
 
-/// The registration rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RegistrationErrorKind {
-    /// A lifecycle handler whose flag in `lifecycle` is not true.
-    LifecycleDisabled,
-    /// A schedule handler whose name is not in `lifecycle.schedules`.
-    UnknownSchedule,
-    /// `scopes_required` outside the manifest's `required_scopes`.
-    ScopeNotRequired,
-    /// A second handler for the same tool, hook, schedule, event or route.
-    DoubleRegistration,
-    /// A tool handler for a tool the manifest does not declare.
-    UnknownTool,
-    /// An event handler for an event the manifest does not subscribe to.
-    UnknownEvent,
-    /// A route handler for a route the manifest does not declare.
-    UnknownRoute,
-    /// A room handler in an app that declares no agent.
-    NoAgent,
-}
+/// The registration rules: the host's own (`atrium_manifest::sandbox::registration`), which it
+/// applies again to what a component reports at load.
+pub use atrium_manifest::sandbox::registration::RegistrationRule as RegistrationErrorKind;
 
 impl std::fmt::Display for RegistrationError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

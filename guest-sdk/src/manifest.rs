@@ -135,6 +135,37 @@ impl atrium_manifest::sandbox::Declarations for ManifestInfo {
             .map(|r| r.path)
             .collect()
     }
+
+    fn declares_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+
+    fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name).collect()
+    }
+
+    fn lifecycle_enabled(&self, hook: &str) -> bool {
+        let l = &self.lifecycle;
+        match hook {
+            "on_install" => l.on_install,
+            "on_uninstall" => l.on_uninstall,
+            "on_inbound" => l.on_inbound,
+            "on_user_added" => l.on_user_added,
+            _ => false,
+        }
+    }
+
+    fn schedules(&self) -> Vec<&str> {
+        self.lifecycle.schedules.to_vec()
+    }
+
+    fn subscribed_events(&self) -> Vec<&str> {
+        self.subscriptions.iter().map(|s| s.event_name).collect()
+    }
+
+    fn routes(&self) -> Vec<(&str, &str)> {
+        self.routes.iter().map(|r| (r.method, r.path)).collect()
+    }
 }
 
 /// The manifest could not be loaded: it does not parse or breaks the schema (docs/sdk.md).

@@ -45,6 +45,12 @@ const GUESTS: &[(&str, &str, &str, &str)] = &[
         "atrium_handlers_only_guest",
         "tests/guests/handlers-only/atrium.app.yaml",
     ),
+    (
+        "HOSTILE",
+        "atrium-hostile-guest",
+        "atrium_hostile_guest",
+        "tests/guests/hostile/atrium.app.yaml",
+    ),
 ];
 
 fn main() {

@@ -10,7 +10,7 @@ use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
 use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::exports::wasi::http::incoming_handler::GuestIndices as HttpIndices;
 
-use atrium_manifest::sandbox::declared_names;
+use atrium_manifest::sandbox::{declared_names, registration};
 
 use crate::EgressPolicy;
 use crate::bindings::exports::atrium::app::handlers::{
@@ -19,6 +19,7 @@ use crate::bindings::exports::atrium::app::handlers::{
 use crate::cache::CacheOutcome;
 use crate::engine::{MAX_MEMORY_MB, RuntimeInner};
 use crate::limits::{DeadlineExceeded, MemoryCapExceeded};
+use crate::memory::MemoryPlatform;
 use crate::state::{CallState, VersionParts};
 use crate::{
     AppEvent, CallError, Caller, HandlerError, InboundEnvelope, Invocation, LoadError,
@@ -41,6 +42,8 @@ struct AppInner {
     env: Vec<(String, String)>,
     cache: CacheOutcome,
     preinitialized: bool,
+    /// The outcome of the registration check, once it has run (see [`App::verify`]).
+    verified: tokio::sync::OnceCell<Result<(), CallError>>,
 }
 
 /// The handler calls, in one type so that one function drives them all.
@@ -127,6 +130,7 @@ impl Runtime {
                 env,
                 cache: compiled.outcome,
                 preinitialized: compiled.preinitialized,
+                verified: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -174,18 +178,11 @@ impl App {
     }
 
     /// The health check: a fresh instance starts and, when the app exports handlers, its
-    /// registrations are valid and were built from this manifest. Returns what it registered.
+    /// registrations are valid for this manifest and were built from it. Returns what it
+    /// registered.
     pub async fn health(&self, inv: &Invocation) -> Result<Option<Registration>, CallError> {
-        if self.inner.handlers.is_none() {
-            let (mut store, _) = self.instantiate(inv).await?;
-            store.data_mut().log.finish();
+        let Some(registration) = self.checked_registration(inv).await? else {
             return Ok(None);
-        }
-        let HandlerReply::Registration(registration) = self.run(inv, HandlerCall::Describe).await?
-        else {
-            return Err(CallError::Internal(
-                "describe answered the wrong shape".into(),
-            ));
         };
         let built = atrium_manifest::parse(&registration.manifest).map_err(|e| {
             CallError::Registration(format!(
@@ -200,6 +197,60 @@ impl App {
             )));
         }
         Ok(Some(registration))
+    }
+
+    /// A fresh instance starts and, when the app exports handlers, what it registers is held
+    /// to the registration rules against the manifest it is loaded with.
+    async fn checked_registration(
+        &self,
+        inv: &Invocation,
+    ) -> Result<Option<Registration>, CallError> {
+        if self.inner.handlers.is_none() {
+            let (mut store, _) = self.instantiate(inv).await?;
+            store.data_mut().log.finish();
+            return Ok(None);
+        }
+        let HandlerReply::Registration(registration) = self.run(inv, HandlerCall::Describe).await?
+        else {
+            return Err(CallError::Internal(
+                "describe answered the wrong shape".into(),
+            ));
+        };
+        // The SDK checks each registration as the app builds itself; the host checks the whole
+        // of it again, so a component written without the SDK is held to the same rules.
+        let registered = registration::Registered {
+            tools: &registration.tools,
+            lifecycle: &registration.lifecycle,
+            schedules: &registration.schedules,
+            events: &registration.events,
+            room_messages: registration.room_messages,
+            routes: &registration.routes,
+        };
+        registration::check(self.manifest(), &registered)
+            .map_err(|e| CallError::Registration(e.message))?;
+        Ok(Some(registration))
+    }
+
+    /// The registration check of a loaded app, run once: what it registers, in an instance of
+    /// its own without a tenant, against the manifest it is loaded with (the component may
+    /// have been built from another app id; the rules are the loaded manifest's). Every call
+    /// waits for it, and an app whose registration breaks the rules answers every call with
+    /// that error, as does one whose check trapped or ran out of time. Only a check that found
+    /// no free instance slot is tried again.
+    pub async fn verify(&self) -> Result<(), CallError> {
+        let outcome = self
+            .inner
+            .verified
+            .get_or_try_init(|| async {
+                let mut inv = Invocation::new("", Arc::new(MemoryPlatform::default()));
+                inv.call_id = Some("registration-check".into());
+                match self.checked_registration(&inv).await {
+                    Err(e @ CallError::Capacity(_)) => Err(e),
+                    outcome => Ok(outcome.map(drop)),
+                }
+            })
+            .await?;
+        outcome.clone()
     }
 
     /// Runs tool `name` with JSON arguments and returns its JSON result.
@@ -398,6 +449,7 @@ impl App {
                     .into(),
             ));
         };
+        self.verify().await?;
         let method = request.method().as_str().to_owned();
         let path = request.uri().path().to_owned();
         let route = self
@@ -439,9 +491,18 @@ impl App {
         let guest = indices
             .load(&mut store, &instance)
             .map_err(|e| CallError::Internal(format!("{e:#}")))?;
+        let runtime = self.inner.runtime.clone();
         let task = tokio::spawn(async move {
-            let result = guest.call_handle(&mut store, req, out).await;
-            finish(store, result.map(Ok::<(), HandlerError>), deadline)
+            runtime
+                .background
+                .run(async move {
+                    let handled = guest.call_handle(&mut store, req, out);
+                    match tokio::time::timeout(deadline, handled).await {
+                        Ok(result) => finish(store, result.map(Ok::<(), HandlerError>), deadline),
+                        Err(_) => Err(CallError::Deadline(deadline)),
+                    }
+                })
+                .await
         });
         let abort = task.abort_handle();
         let served = tokio::time::timeout(deadline, async move {
@@ -496,6 +557,10 @@ impl App {
         inv: &Invocation,
     ) -> Result<(Store<CallState>, wasmtime::component::Instance), CallError> {
         let app = &self.inner;
+        let slot = app
+            .runtime
+            .tenants
+            .take(&inv.tenant_id, app.runtime.config.max_instances_per_tenant)?;
         let mut store = crate::state::new_store(
             &app.runtime,
             &crate::state::VersionParts {
@@ -505,6 +570,7 @@ impl App {
             },
             inv,
         );
+        store.data_mut().tenant_slot = Some(slot);
         match app.pre.instantiate_async(&mut store).await {
             Ok(instance) => Ok((store, instance)),
             Err(error) => Err(classify(error, store.data(), app.runtime.config.deadline)),
@@ -512,33 +578,46 @@ impl App {
     }
 
     async fn run(&self, inv: &Invocation, call: HandlerCall) -> Result<HandlerReply, CallError> {
-        let Some(indices) = &self.inner.handlers else {
+        let Some(indices) = self.inner.handlers.clone() else {
             return Err(CallError::NotSupported(
                 "the app serves no handler calls (it does not export atrium:app/handlers)".into(),
             ));
         };
+        if !matches!(call, HandlerCall::Describe) {
+            // Boxed: the check itself runs `describe` through here.
+            Box::pin(self.verify()).await?;
+        }
         let deadline = self.inner.runtime.config.deadline;
-        let work = async {
-            let (mut store, instance) = self.instantiate(inv).await?;
+        let (app, inv) = (self.clone(), inv.clone());
+        let work = async move {
+            let (mut store, instance) = app.instantiate(&inv).await?;
             let guest = indices
                 .load(&mut store, &instance)
                 .map_err(|e| CallError::Internal(format!("{e:#}")))?;
             let result = dispatch(&guest, &mut store, call).await;
             let reply = finish(store, result, deadline)?;
+            let limit = app.inner.runtime.config.max_result_bytes;
             if let HandlerReply::Json(json) = &reply
-                && json.len() > self.inner.runtime.config.max_result_bytes
+                && json.len() > limit
             {
                 return Err(CallError::TooLarge {
                     what: "result",
-                    limit: self.inner.runtime.config.max_result_bytes,
+                    limit,
                 });
             }
             Ok(reply)
         };
-        // The epoch stops a guest that computes; this stops one that waits on the host.
-        tokio::time::timeout(deadline, work)
+        // The epoch stops a guest that computes; the timeout stops one that waits on the host.
+        // A call that computes for long goes on in the background lane (docs/runtime.md).
+        self.inner
+            .runtime
+            .background
+            .run(async move {
+                tokio::time::timeout(deadline, work)
+                    .await
+                    .unwrap_or(Err(CallError::Deadline(deadline)))
+            })
             .await
-            .unwrap_or(Err(CallError::Deadline(deadline)))
     }
 }
 
@@ -590,7 +669,8 @@ fn finish<T>(
         throttled = state.clock.throttled,
         throttled_us = state.clock.throttled_for.as_micros() as u64,
         peak_memory_bytes = state.memory.peak_bytes,
-        dropped_log_bytes = state.log.dropped(),
+        dropped_log_records = state.log.dropped().records,
+        dropped_log_bytes = state.log.dropped().bytes,
         ok = matches!(result, Ok(Ok(_))),
         "call finished"
     );

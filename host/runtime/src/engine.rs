@@ -11,6 +11,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use crate::LoadError;
 use crate::cache::DiskCache;
+use crate::fairness::{Background, TenantSlots};
 use crate::state::CallState;
 
 /// How the runtime is set up. Every field has a default fit for one host.
@@ -23,6 +24,12 @@ pub struct RuntimeConfig {
     /// How many instances may exist at once across all apps (default 1,000); a call beyond
     /// that fails with [`crate::CallError::Capacity`].
     pub max_instances: u32,
+    /// How many of them one tenant may hold at once (default 250, a quarter of the pool); a
+    /// call beyond fails with [`crate::CallError::Capacity`] (docs/runtime.md, "Fair shares").
+    pub max_instances_per_tenant: u32,
+    /// Threads of the background lane, where calls that compute for long run at the lowest
+    /// priority (default: one per core; 0 keeps every call on its caller's runtime).
+    pub background_threads: usize,
     /// The largest result a handler may return, and the largest HTTP response body (default 1 MiB).
     pub max_result_bytes: usize,
     /// How much output (stdout, stderr, log records) one call may write (default 64 KiB).
@@ -38,6 +45,8 @@ impl Default for RuntimeConfig {
             cache_dir: None,
             deadline: Duration::from_secs(30),
             max_instances: 1000,
+            max_instances_per_tenant: 250,
+            background_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_result_bytes: 1024 * 1024,
             max_log_bytes: 64 * 1024,
             tick: Duration::from_millis(1),
@@ -62,6 +71,10 @@ pub(crate) struct RuntimeInner {
     pub linker: Linker<CallState>,
     pub config: RuntimeConfig,
     pub cache: Option<DiskCache>,
+    /// The instances each tenant holds.
+    pub tenants: Arc<TenantSlots>,
+    /// Where long calls go on computing at the lowest priority.
+    pub background: Background,
     ticker: Ticker,
 }
 
@@ -112,12 +125,16 @@ impl Runtime {
             stop,
             handle: Some(handle),
         };
+        let background = Background::start(config.background_threads)
+            .map_err(|e| LoadError::Engine(format!("cannot start the background lane: {e}")))?;
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
                 engine,
                 linker,
                 config,
                 cache,
+                tenants: Arc::default(),
+                background,
                 ticker,
             }),
         })
@@ -130,11 +147,28 @@ impl Runtime {
 }
 
 fn engine_config(config: &RuntimeConfig) -> Config {
+    engine_config_with(pooling(config.max_instances))
+}
+
+fn engine_config_with(pool: PoolingAllocationConfig) -> Config {
     let mut c = Config::new();
     c.wasm_component_model(true);
     c.epoch_interruption(true);
+    c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    c
+}
+
+/// The instance pool for `n` component instances (docs/runtime.md, "The instance pool").
+///
+/// Nothing of one call may reach the next in the same slot (wasmtime's GHSA-wh6w-3828-g9qf is
+/// the class of bug ruled out): every memory slot is reset when its instance is dropped, to
+/// its module's copy-on-write image or to zeros, and an image left in a slot is replaced or
+/// removed when the next instance is of another module. The reset covers the dirty pages kept
+/// resident and unmaps the rest; tables are reset the same way, and globals live in the
+/// instance's own vmctx, written from the module's initialisers at every instantiation. The
+/// tests below run the sequence with one slot of everything.
+fn pooling(n: u32) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::default();
-    let n = config.max_instances;
     pool.total_component_instances(n);
     // A Rust component is a handful of core instances (the program plus adapter shims).
     pool.total_core_instances(n.saturating_mul(8));
@@ -151,8 +185,9 @@ fn engine_config(config: &RuntimeConfig) -> Config {
     pool.linear_memory_keep_resident(KEEP_RESIDENT_BYTES);
     pool.table_keep_resident(64 * 1024);
     pool.pagemap_scan(wasmtime::Enabled::Auto);
-    c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    c
+    // Copy-on-write images are wasmtime's default (`memory_init_cow`); stated here because
+    // the reset above relies on them.
+    pool
 }
 
 fn add_imports(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
@@ -162,4 +197,160 @@ fn add_imports(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     crate::host::add_to_linker(linker)
+}
+
+#[cfg(test)]
+mod tests {
+    use wasmtime::{Instance, Module, Store, Val};
+
+    use super::*;
+
+    /// A module with a heap image (a data segment) that grows its memory past the resident
+    /// part of the slot and leaves a marker in memory, in a global and in its table.
+    const MARKING: &str = r#"(module
+        (memory (export "memory") 1 200)
+        (table 4 funcref)
+        (global $g (mut i64) (i64.const 0))
+        (func $f (result i32) (i32.const 7))
+        (elem declare func $f)
+        (data (i32.const 1024) "the first tenant's heap image")
+        (func (export "leave") (param $m i64)
+            (drop (memory.grow (i32.const 199)))
+            (i64.store (i32.const 2048) (local.get $m))
+            (i64.store (i32.const 3276800) (local.get $m))
+            (i64.store (i32.const 13107192) (local.get $m))
+            (global.set $g (local.get $m))
+            (table.set (i32.const 2) (ref.func $f)))
+        (func (export "global") (result i64) (global.get $g))
+        (func (export "tables") (result i32)
+            (i32.add
+                (i32.add (ref.is_null (table.get (i32.const 0))) (ref.is_null (table.get (i32.const 1))))
+                (i32.add (ref.is_null (table.get (i32.const 2))) (ref.is_null (table.get (i32.const 3)))))))"#;
+
+    /// A module without a heap image (no data segment) whose memory covers all the first one
+    /// reached.
+    const SCANNING: &str = r#"(module
+        (memory (export "memory") 200 200)
+        (table 4 funcref)
+        (global $g (mut i64) (i64.const 0))
+        (func (export "global") (result i64) (global.get $g))
+        (func (export "tables") (result i32)
+            (i32.add
+                (i32.add (ref.is_null (table.get (i32.const 0))) (ref.is_null (table.get (i32.const 1))))
+                (i32.add (ref.is_null (table.get (i32.const 2))) (ref.is_null (table.get (i32.const 3)))))))"#;
+
+    const MARKER: i64 = 0x5EC2_E7AB_C0FF_EE42;
+
+    fn one_slot_engine() -> Engine {
+        let mut pool = pooling(1);
+        pool.total_core_instances(1);
+        pool.total_memories(1);
+        pool.total_tables(1);
+        Engine::new(&engine_config_with(pool)).unwrap()
+    }
+
+    fn compile(engine: &Engine, wat: &str) -> Module {
+        Module::new(engine, wat::parse_str(wat).unwrap()).unwrap()
+    }
+
+    struct Seen {
+        markers: usize,
+        image: bool,
+        nonzero: usize,
+        global: i64,
+        null_table_entries: i32,
+    }
+
+    /// Instantiates `module` in the one slot, optionally leaves the marker, and reports what
+    /// the instance found before it did.
+    async fn visit(engine: &Engine, module: &Module, leave: bool) -> Seen {
+        let mut store = Store::new(engine, ());
+        store.set_epoch_deadline(1_000_000);
+        let instance = Instance::new_async(&mut store, module, &[]).await.unwrap();
+        let memory = instance.get_memory(&mut store, "memory").unwrap();
+        let data = memory.data(&store);
+        let needle = MARKER.to_le_bytes();
+        let markers = data.windows(8).filter(|w| *w == needle).count();
+        let image = data.windows(11).any(|w| w == b"first tenan");
+        let nonzero = data.iter().filter(|b| **b != 0).count();
+        let mut results = [Val::I64(0)];
+        instance
+            .get_func(&mut store, "global")
+            .unwrap()
+            .call_async(&mut store, &[], &mut results)
+            .await
+            .unwrap();
+        let global = results[0].unwrap_i64();
+        let mut results = [Val::I32(0)];
+        instance
+            .get_func(&mut store, "tables")
+            .unwrap()
+            .call_async(&mut store, &[], &mut results)
+            .await
+            .unwrap();
+        let null_table_entries = results[0].unwrap_i32();
+        if leave {
+            instance
+                .get_func(&mut store, "leave")
+                .unwrap()
+                .call_async(&mut store, &[Val::I64(MARKER)], &mut [])
+                .await
+                .unwrap();
+        }
+        Seen {
+            markers,
+            image,
+            nonzero,
+            global,
+            null_table_entries,
+        }
+    }
+
+    #[tokio::test]
+    async fn nothing_of_one_instance_reaches_the_next_in_the_same_slot() {
+        let engine = one_slot_engine();
+        let marking = compile(&engine, MARKING);
+        let scanning = compile(&engine, SCANNING);
+        // The same module again: its own image is back, the marker and its writes are gone.
+        for round in 0..3 {
+            let seen = visit(&engine, &marking, true).await;
+            assert_eq!(seen.markers, 0, "round {round}");
+            assert!(seen.image, "round {round}: the module's own image is there");
+            assert_eq!(seen.global, 0, "round {round}");
+            assert_eq!(seen.null_table_entries, 4, "round {round}");
+        }
+        // Another module, without a heap image, in the slot the marking module left: all of
+        // its memory is zero (no marker, and none of the other module's image), its global is
+        // its own initialiser and its table is empty. Then the marking module again, which
+        // must find its image and nothing else.
+        for round in 0..3 {
+            let seen = visit(&engine, &scanning, false).await;
+            assert_eq!(seen.markers, 0, "round {round}");
+            assert!(!seen.image, "round {round}: another module's image leaked");
+            assert_eq!(seen.nonzero, 0, "round {round}");
+            assert_eq!(seen.global, 0, "round {round}");
+            assert_eq!(seen.null_table_entries, 4, "round {round}");
+            let seen = visit(&engine, &marking, true).await;
+            assert_eq!(seen.markers, 0, "round {round}");
+            assert!(seen.image, "round {round}");
+            assert_eq!(seen.global, 0, "round {round}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_pool_has_exactly_one_slot_in_this_test() {
+        let engine = one_slot_engine();
+        let module = compile(&engine, SCANNING);
+        let mut first = Store::new(&engine, ());
+        Instance::new_async(&mut first, &module, &[]).await.unwrap();
+        let mut second = Store::new(&engine, ());
+        let err = Instance::new_async(&mut second, &module, &[])
+            .await
+            .unwrap_err();
+        assert!(
+            err.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                .is_some(),
+            "{err:#}"
+        );
+    }
 }

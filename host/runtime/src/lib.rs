@@ -32,6 +32,7 @@ mod cache;
 mod egress;
 mod engine;
 mod error;
+mod fairness;
 mod host;
 mod invocation;
 mod limits;

@@ -1,9 +1,13 @@
 //! Guest output (stdout, stderr and `logging.log`) into `tracing`, within a per-call budget.
 //!
 //! Every line becomes one `tracing` event under the target `atrium::app` with the fields
-//! `tenant`, `app`, `version`, `call` and `stream`. A call may write at most its log budget;
-//! what goes beyond is dropped, counted, and reported once when the call ends. The tail of
-//! stderr is kept so that a panic message can be named in the call's error.
+//! `tenant`, `app`, `version`, `call` and `stream`. A call may write at most its log budget,
+//! and every record costs at least [`MIN_RECORD_COST`] bytes of it, so a flood of empty lines
+//! or empty records is bounded like a flood of text. The first record that does not fit
+//! exhausts the budget: it and everything after it is dropped and counted, and one warning (the
+//! truncation marker) reports the count when the call ends. A line longer than
+//! [`MAX_LINE_BYTES`] is cut into records of that size. The tail of stderr is kept so that a
+//! panic message can be named in the call's error.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,6 +22,15 @@ use crate::LogLevel;
 /// How much of stderr is kept to explain a trap.
 const STDERR_TAIL: usize = 4096;
 
+/// The least one record costs against the budget, however short it is: what a record's tags,
+/// level and timestamp cost the log pipeline. With the default 64 KiB budget a call writes at
+/// most 512 records.
+pub const MIN_RECORD_COST: usize = 128;
+
+/// The longest line kept as one record; a longer line (or output with no newline at all) is
+/// cut into records of this size.
+pub const MAX_LINE_BYTES: usize = 4096;
+
 /// Identifies the call in every log record.
 #[derive(Debug, Clone)]
 pub(crate) struct CallTags {
@@ -31,9 +44,34 @@ pub(crate) struct CallTags {
 struct SinkState {
     budget: usize,
     used: usize,
-    dropped: usize,
+    /// Set by the first record that did not fit: from then on everything is dropped.
+    exhausted: bool,
+    dropped_bytes: usize,
+    dropped_records: usize,
     partial: [Vec<u8>; 2],
     stderr_tail: Vec<u8>,
+}
+
+impl SinkState {
+    /// Charges one record of `len` bytes; false when it is dropped.
+    fn take(&mut self, len: usize) -> bool {
+        let cost = len.max(MIN_RECORD_COST);
+        if !self.exhausted && self.used + cost <= self.budget {
+            self.used += cost;
+            return true;
+        }
+        self.exhausted = true;
+        self.dropped_bytes += len;
+        self.dropped_records += 1;
+        false
+    }
+}
+
+/// What was dropped for exceeding the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Dropped {
+    pub records: usize,
+    pub bytes: usize,
 }
 
 /// The shared log destination of one call.
@@ -56,7 +94,9 @@ impl LogSink {
             state: Arc::new(Mutex::new(SinkState {
                 budget,
                 used: 0,
-                dropped: 0,
+                exhausted: false,
+                dropped_bytes: 0,
+                dropped_records: 0,
                 partial: [Vec::new(), Vec::new()],
                 stderr_tail: Vec::new(),
             })),
@@ -69,15 +109,13 @@ impl LogSink {
 
     /// A record written through `logging.log`.
     pub fn record(&self, level: LogLevel, message: &str) {
-        let mut state = self.lock();
-        if !take_budget(&mut state, message.len()) {
-            return;
+        if self.lock().take(message.len()) {
+            self.emit(level, "log", message);
         }
-        drop(state);
-        self.emit(level, "log", message);
     }
 
-    /// Bytes written to stdout or stderr; complete lines are emitted, a partial line waits.
+    /// Bytes written to stdout or stderr; complete lines are emitted, a partial line waits
+    /// (up to [`MAX_LINE_BYTES`]).
     pub fn write(&self, stream: Stream, bytes: &[u8]) {
         let mut lines = Vec::new();
         {
@@ -87,18 +125,39 @@ impl LogSink {
                 let excess = state.stderr_tail.len().saturating_sub(STDERR_TAIL);
                 state.stderr_tail.drain(..excess);
             }
+            let s = stream as usize;
             let mut rest = bytes;
-            while let Some(pos) = rest.iter().position(|b| *b == b'\n') {
-                let mut line = std::mem::take(&mut state.partial[stream as usize]);
-                line.extend_from_slice(&rest[..pos]);
-                rest = &rest[pos + 1..];
-                if take_budget(&mut state, line.len()) {
-                    lines.push(line);
+            while !rest.is_empty() {
+                let newline = rest.iter().position(|b| *b == b'\n');
+                let room = MAX_LINE_BYTES - state.partial[s].len();
+                let (take, complete) = match newline {
+                    Some(pos) if pos <= room => (pos, true),
+                    _ if rest.len() >= room => (room, true),
+                    _ => (rest.len(), false),
+                };
+                let (head, tail) = rest.split_at(take);
+                rest = tail;
+                if newline == Some(take) {
+                    rest = &rest[1..];
+                }
+                if state.exhausted {
+                    // Past the budget nothing is buffered: only counted.
+                    let pending = std::mem::take(&mut state.partial[s]).len();
+                    if complete {
+                        state.take(pending + head.len());
+                    } else {
+                        state.dropped_bytes += head.len();
+                    }
+                    continue;
+                }
+                state.partial[s].extend_from_slice(head);
+                if complete {
+                    let line = std::mem::take(&mut state.partial[s]);
+                    if state.take(line.len()) {
+                        lines.push(line);
+                    }
                 }
             }
-            let partial = &mut state.partial[stream as usize];
-            let room = STDERR_TAIL.saturating_sub(partial.len());
-            partial.extend_from_slice(&rest[..rest.len().min(room)]);
         }
         for line in lines {
             self.emit_line(stream, &line);
@@ -130,25 +189,33 @@ impl LogSink {
         }
     }
 
-    /// Emits what is left of partial lines and reports dropped output. Called when the call ends.
+    /// Emits what is left of partial lines (within the budget) and, when output was dropped,
+    /// the one truncation marker. Called when the call ends.
     pub fn finish(&self) {
-        let (partials, dropped) = {
+        let (lines, dropped, budget) = {
             let mut state = self.lock();
-            let partials = [
-                std::mem::take(&mut state.partial[0]),
-                std::mem::take(&mut state.partial[1]),
-            ];
-            (partials, state.dropped)
-        };
-        for (stream, line) in [Stream::Stdout, Stream::Stderr].into_iter().zip(partials) {
-            if !line.is_empty() {
-                self.emit_line(stream, &line);
+            let mut lines = Vec::new();
+            for stream in [Stream::Stdout, Stream::Stderr] {
+                let line = std::mem::take(&mut state.partial[stream as usize]);
+                if !line.is_empty() && state.take(line.len()) {
+                    lines.push((stream, line));
+                }
             }
+            let dropped = Dropped {
+                records: state.dropped_records,
+                bytes: state.dropped_bytes,
+            };
+            (lines, dropped, state.budget)
+        };
+        for (stream, line) in lines {
+            self.emit_line(stream, &line);
         }
-        if dropped > 0 {
+        if dropped != Dropped::default() {
             let t = &self.tags;
             tracing::warn!(target: "atrium::app", tenant = %t.tenant, app = %t.app, version = %t.version, call = %t.call,
-                dropped_bytes = dropped, "log budget exhausted: {dropped} bytes of app output were dropped");
+                dropped_records = dropped.records, dropped_bytes = dropped.bytes,
+                "log budget exhausted: {} records ({} bytes) of app output were dropped; a call may write {budget} bytes, every record counting at least {MIN_RECORD_COST}",
+                dropped.records, dropped.bytes);
         }
     }
 
@@ -156,8 +223,8 @@ impl LogSink {
     /// hook prints `panicked at <location>:` and the message).
     pub fn panic_message(&self) -> Option<String> {
         let state = self.lock();
-        let mut text = String::from_utf8_lossy(&state.stderr_tail).into_owned();
-        text.push_str(&String::from_utf8_lossy(&state.partial[1]));
+        // The tail holds every byte written to stderr, the pending partial line included.
+        let text = String::from_utf8_lossy(&state.stderr_tail);
         let start = text.rfind("panicked at ")?;
         let after = &text[start + "panicked at ".len()..];
         let (location, message) = after.split_once(":\n").unwrap_or((after, ""));
@@ -170,19 +237,13 @@ impl LogSink {
         &self.tags
     }
 
-    /// How many bytes of output were dropped for exceeding the budget.
-    pub fn dropped(&self) -> usize {
-        self.lock().dropped
-    }
-}
-
-fn take_budget(state: &mut SinkState, len: usize) -> bool {
-    if state.used + len > state.budget {
-        state.dropped += len;
-        false
-    } else {
-        state.used += len;
-        true
+    /// What was dropped for exceeding the budget.
+    pub fn dropped(&self) -> Dropped {
+        let state = self.lock();
+        Dropped {
+            records: state.dropped_records,
+            bytes: state.dropped_bytes,
+        }
     }
 }
 
@@ -271,16 +332,48 @@ mod tests {
         )
     }
 
+    fn dropped(records: usize, bytes: usize) -> Dropped {
+        Dropped { records, bytes }
+    }
+
     #[test]
-    fn output_beyond_the_budget_is_dropped_and_counted() {
-        let s = sink(10);
+    fn every_record_costs_at_least_the_minimum_and_the_first_drop_ends_the_output() {
+        let s = sink(3 * MIN_RECORD_COST);
         s.write(Stream::Stdout, b"12345\n");
-        s.write(Stream::Stdout, b"1234567890\n");
-        assert_eq!(s.dropped(), 10);
+        s.record(LogLevel::Info, "");
+        s.write(Stream::Stderr, b"\n");
+        assert_eq!(s.dropped(), Dropped::default());
+        // The budget is spent by three short records; the fourth is dropped, and so is
+        // everything after it, even what would fit by bytes alone.
         s.record(LogLevel::Info, "abcd");
-        assert_eq!(s.dropped(), 10);
-        s.record(LogLevel::Info, "more");
-        assert_eq!(s.dropped(), 14);
+        assert_eq!(s.dropped(), dropped(1, 4));
+        s.write(Stream::Stdout, b"x\ny\n");
+        s.record(LogLevel::Info, "");
+        assert_eq!(s.dropped(), dropped(4, 6));
+    }
+
+    #[test]
+    fn a_flood_of_empty_lines_is_bounded_by_records() {
+        let s = sink(64 * 1024);
+        s.write(Stream::Stdout, &vec![b'\n'; 128 * 1024]);
+        let kept = 64 * 1024 / MIN_RECORD_COST;
+        assert_eq!(s.dropped(), dropped(128 * 1024 - kept, 0));
+        for _ in 0..1000 {
+            s.record(LogLevel::Info, "");
+        }
+        assert_eq!(s.dropped().records, 128 * 1024 - kept + 1000);
+    }
+
+    #[test]
+    fn a_long_line_is_cut_into_records_and_a_partial_line_is_charged_at_the_end() {
+        let s = sink(2 * MAX_LINE_BYTES + MIN_RECORD_COST);
+        // 2.5 lines' worth without a newline: two full records now, the rest waits.
+        s.write(Stream::Stdout, &vec![b'a'; MAX_LINE_BYTES * 5 / 2]);
+        assert_eq!(s.dropped(), Dropped::default());
+        assert_eq!(s.lock().partial[0].len(), MAX_LINE_BYTES / 2);
+        // At the end the waiting half line is a record of its own, past the budget.
+        s.finish();
+        assert_eq!(s.dropped(), dropped(1, MAX_LINE_BYTES / 2));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::egress::EgressHooks;
 use crate::engine::RuntimeInner;
+use crate::fairness::TenantSlot;
 use crate::limits::{CpuClock, MemoryCap};
 use crate::logs::{CallTags, LogPipe, LogSink, Stream};
 use crate::{CallInfo, ChainContext, EgressPolicy, Invocation, Platform};
@@ -45,6 +46,8 @@ pub(crate) struct CallState {
     pub granted_scopes: Arc<BTreeSet<String>>,
     /// The `config` capability's settings.
     pub settings: Arc<Map<String, Value>>,
+    /// The tenant's share of the pool this call holds, given back with the store.
+    pub tenant_slot: Option<TenantSlot>,
 }
 
 impl WasiView for CallState {
@@ -131,6 +134,7 @@ pub(crate) fn new_store(
         },
         granted_scopes: Arc::new(inv.granted_scopes.clone()),
         settings: Arc::new(inv.settings.clone()),
+        tenant_slot: None,
     };
     let mut store = Store::new(&runtime.engine, state);
     store.limiter(|s| &mut s.memory);

@@ -26,6 +26,7 @@ mod chain;
 mod checks;
 mod egress;
 mod mentions;
+pub mod registration;
 
 use std::fmt;
 
@@ -172,6 +173,18 @@ pub trait Declarations {
     fn required_scopes(&self) -> Vec<&str>;
     /// The path patterns of the routes declared `public: true`.
     fn public_routes(&self) -> Vec<&str>;
+    /// Whether `tools` has an entry named `name`.
+    fn declares_tool(&self, name: &str) -> bool;
+    /// The names in `tools`.
+    fn tool_names(&self) -> Vec<&str>;
+    /// Whether `lifecycle.<hook>` is true; false for a name that is no lifecycle hook.
+    fn lifecycle_enabled(&self, hook: &str) -> bool;
+    /// The names in `lifecycle.schedules`.
+    fn schedules(&self) -> Vec<&str>;
+    /// The `event_name` of every `subscribes_to` entry, in order.
+    fn subscribed_events(&self) -> Vec<&str>;
+    /// `http_routes` as (upper-case method, path pattern).
+    fn routes(&self) -> Vec<(&str, &str)>;
 }
 
 impl Declarations for Manifest {
@@ -215,6 +228,47 @@ impl Declarations for Manifest {
             .iter()
             .filter(|r| r.public)
             .map(|r| r.path.as_str())
+            .collect()
+    }
+
+    fn declares_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+
+    fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    fn lifecycle_enabled(&self, hook: &str) -> bool {
+        let l = &self.lifecycle;
+        match hook {
+            "on_install" => l.on_install,
+            "on_uninstall" => l.on_uninstall,
+            "on_inbound" => l.on_inbound,
+            "on_user_added" => l.on_user_added,
+            _ => false,
+        }
+    }
+
+    fn schedules(&self) -> Vec<&str> {
+        self.lifecycle
+            .schedules
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect()
+    }
+
+    fn subscribed_events(&self) -> Vec<&str> {
+        self.subscribes_to
+            .iter()
+            .map(|s| s.event_name.as_str())
+            .collect()
+    }
+
+    fn routes(&self) -> Vec<(&str, &str)> {
+        self.http_routes
+            .iter()
+            .map(|r| (r.method.as_str(), r.path.as_str()))
             .collect()
     }
 }

@@ -46,6 +46,9 @@ pub enum RegistryError {
     /// The component does not load in the runtime (422).
     #[error("{0}")]
     InvalidComponent(String),
+    /// The runtime had no free instance slot for the work (503, retry later).
+    #[error("{0}")]
+    AtCapacity(String),
     /// An uploaded archive is refused (422): `param` names the part.
     #[error("{message}")]
     InvalidArchive {

@@ -322,10 +322,21 @@ impl Registry {
     async fn load_component(&self, component: &Bytes, manifest: Manifest) -> Result<()> {
         let runtime = self.inner.runtime.clone();
         let bytes = component.clone();
-        let loaded = tokio::task::spawn_blocking(move || runtime.load(&bytes, manifest).map(drop))
+        let loaded = tokio::task::spawn_blocking(move || runtime.load(&bytes, manifest))
             .await
             .map_err(|e| RegistryError::internal("loading the component failed", &e))?;
-        loaded.map_err(|e| RegistryError::InvalidComponent(e.to_string()))
+        let app = loaded.map_err(|e| RegistryError::InvalidComponent(e.to_string()))?;
+        // What the component registers is checked against the manifest now, so that a
+        // registration the SDK would refuse is refused at publish whoever built the component.
+        match app.verify().await {
+            Ok(()) => Ok(()),
+            Err(atrium_runtime::CallError::Capacity(m)) => Err(RegistryError::AtCapacity(format!(
+                "no instance slot was free to check the component, try again: {m}"
+            ))),
+            Err(e) => Err(RegistryError::InvalidComponent(format!(
+                "the component failed its health check: {e}"
+            ))),
+        }
     }
 
     /// Writes the component and the docs to the artifact store; `written` collects the blobs

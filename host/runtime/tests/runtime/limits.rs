@@ -138,7 +138,11 @@ async fn a_result_over_the_cap_is_refused() {
 async fn output_beyond_the_log_budget_is_dropped_and_reported() {
     let captured = Captured::default();
     let _guard = captured.install();
-    let rt = runtime_with(Duration::from_secs(10), |c| c.max_log_bytes = 10_000);
+    // The capture sees the test's thread only: no background lane.
+    let rt = runtime_with(Duration::from_secs(10), |c| {
+        c.max_log_bytes = 10_000;
+        c.background_threads = 0;
+    });
     let app = load_on(
         &rt,
         atrium_test_artifacts::PROBE,

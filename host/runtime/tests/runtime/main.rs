@@ -4,6 +4,7 @@
 
 mod common;
 mod examples;
+mod hostile;
 mod http;
 mod imports;
 mod isolation;

@@ -1,0 +1,170 @@
+//! Noisy neighbours: a well-behaved tenant's trivial tool calls beside a tenant whose app is
+//! hostile, at 1,000 calls a second on two worker threads, with the hostile load off and on.
+//!
+//! `cargo bench -p atrium-runtime --bench neighbours` sends an open-loop schedule (a call every
+//! millisecond, whatever the previous ones are doing): nine calls in ten are the good tenant's
+//! `echo` on the probe app, one in ten the other tenant's call on the hostile app. With the
+//! hostile load off that call is `noop`; with it on, it is in turn a spin to the deadline,
+//! growth to the memory cap and a flood of the log. Latency is measured from the moment the
+//! schedule meant to send the call, so time spent waiting for a thread counts.
+//!
+//! `ATRIUM_BENCH_SECONDS` (default 20) is the length of each phase.
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use atrium_runtime::memory::MemoryPlatform;
+use atrium_runtime::{App, CallError, Invocation, Runtime, RuntimeConfig};
+
+fn load(runtime: &Runtime, component: &str, manifest: &str) -> App {
+    let m = atrium_manifest::parse(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    runtime
+        .load_file(std::path::Path::new(component), m)
+        .unwrap()
+}
+
+#[derive(Default)]
+struct Outcomes {
+    ok: AtomicU64,
+    deadline: AtomicU64,
+    memory: AtomicU64,
+    capacity: AtomicU64,
+    other: AtomicU64,
+}
+
+impl Outcomes {
+    fn count(&self, result: &Result<String, CallError>) {
+        let counter = match result {
+            Ok(_) => &self.ok,
+            Err(CallError::Deadline(_)) => &self.deadline,
+            Err(CallError::MemoryLimit { .. }) => &self.memory,
+            Err(CallError::Capacity(_)) => &self.capacity,
+            Err(_) => &self.other,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "ok {}, deadline {}, memory cap {}, refused (tenant share) {}, other {}",
+            self.ok.load(Ordering::Relaxed),
+            self.deadline.load(Ordering::Relaxed),
+            self.memory.load(Ordering::Relaxed),
+            self.capacity.load(Ordering::Relaxed),
+            self.other.load(Ordering::Relaxed)
+        )
+    }
+}
+
+/// One phase: the schedule for `seconds`, then the good tenant's latencies (sorted).
+async fn phase(
+    good: &App,
+    hostile: &App,
+    hostile_on: bool,
+    seconds: u64,
+) -> (Vec<Duration>, Arc<Outcomes>) {
+    let platform = Arc::new(MemoryPlatform::default());
+    let good_inv = Invocation::new("good-tenant", platform.clone());
+    let bad_inv = Invocation::new("hostile-tenant", platform);
+    let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(
+        1_000 * seconds as usize,
+    )));
+    let outcomes = Arc::new(Outcomes::default());
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    let mut hostile_tasks = Vec::new();
+    let total = 1_000 * seconds;
+    for n in 0..total {
+        let due = start + Duration::from_millis(n);
+        tokio::time::sleep_until(due.into()).await;
+        if n % 10 == 9 {
+            let (app, inv, outcomes) = (hostile.clone(), bad_inv.clone(), outcomes.clone());
+            let (tool, args) = if !hostile_on {
+                ("noop", "{}")
+            } else {
+                match (n / 10) % 3 {
+                    0 => ("spin", "{}"),
+                    1 => ("grow", "{}"),
+                    _ => ("newline_flood", "{\"bytes\": 131072}"),
+                }
+            };
+            // The schedule does not wait for them: they end at their deadline, or are refused.
+            hostile_tasks.push(tokio::spawn(async move {
+                let result = app.call_tool(&inv, tool, args).await;
+                outcomes.count(&result);
+            }));
+        } else {
+            let (app, inv, latencies) = (good.clone(), good_inv.clone(), latencies.clone());
+            tasks.push(tokio::spawn(async move {
+                app.call_tool(&inv, "echo", "{}").await.unwrap();
+                let latency = due.elapsed();
+                latencies.lock().unwrap().push(latency);
+            }));
+        }
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    // The hostile calls end by their deadline (30 s) at the latest.
+    for task in hostile_tasks {
+        task.await.unwrap();
+    }
+    let mut samples = std::mem::take(&mut *latencies.lock().unwrap());
+    samples.sort();
+    (samples, outcomes)
+}
+
+fn report(label: &str, samples: &[Duration]) -> f64 {
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize].as_secs_f64() * 1e6;
+    println!(
+        "{label}: good tenant's echo p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs ({} calls)",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        at(0.999),
+        at(1.0),
+        samples.len()
+    );
+    at(0.99)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is taken.
+    let seconds: u64 = std::env::var("ATRIUM_BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
+    let good = load(
+        &runtime,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+    );
+    let hostile = load(
+        &runtime,
+        atrium_test_artifacts::HOSTILE,
+        atrium_test_artifacts::HOSTILE_MANIFEST,
+    );
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    tokio.block_on(async {
+        // Warm up both apps (their registration checks, the pool's slots).
+        phase(&good, &hostile, false, 2).await;
+        let (off, outcomes_off) = phase(&good, &hostile, false, seconds).await;
+        let p99_off = report("hostile load off", &off);
+        println!("  the other tenant's calls: {}", outcomes_off.summary());
+        let (on, outcomes_on) = phase(&good, &hostile, true, seconds).await;
+        let p99_on = report("hostile load on ", &on);
+        println!("  the hostile tenant's calls: {}", outcomes_on.summary());
+        println!(
+            "p99 with the hostile load on is {:+.1}% of p99 with it off (goal: at most +20%)",
+            (p99_on / p99_off - 1.0) * 100.0
+        );
+    });
+    tokio.shutdown_background();
+}

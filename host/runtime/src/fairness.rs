@@ -1,0 +1,206 @@
+//! Fair shares between tenants: how many instances one tenant may hold, and which calls get
+//! the cores first.
+//!
+//! - **Slots per tenant.** A tenant may hold at most `max_instances_per_tenant` instances at
+//!   once (default a quarter of the pool); a call beyond is refused at once with
+//!   [`crate::CallError::Capacity`], so one tenant's flood of slow calls cannot take the pool
+//!   from the others.
+//! - **Two lanes.** Every call starts on the caller's runtime, where calls run as they come.
+//!   Once a call has computed for [`QUANTUM`] it moves, mid-call, to the background lane: a
+//!   runtime of its own whose threads run at the lowest priority (nice 19). There it still
+//!   runs whenever a core is free, and still meets its deadline (the epoch keeps counting
+//!   wall time), but a short call that arrives on the first lane preempts it. A short call
+//!   never leaves the first lane; a call that spins, grows its memory page by page or floods
+//!   its log does, after a couple of milliseconds.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use crate::CallError;
+
+/// How long a call may compute on the first lane before it moves to the background.
+pub const QUANTUM: Duration = Duration::from_millis(2);
+
+/// The instances each tenant holds.
+#[derive(Default)]
+pub(crate) struct TenantSlots {
+    held: Mutex<HashMap<String, u32>>,
+}
+
+/// One instance of a tenant, given back when dropped (with the call's store).
+pub(crate) struct TenantSlot {
+    slots: Arc<TenantSlots>,
+    tenant: String,
+}
+
+impl TenantSlots {
+    /// Takes a slot for `tenant`, or says that it holds `limit` already.
+    pub fn take(self: &Arc<Self>, tenant: &str, limit: u32) -> Result<TenantSlot, CallError> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = held.entry(tenant.to_owned()).or_insert(0);
+        if *count >= limit {
+            return Err(CallError::Capacity(format!(
+                "tenant `{tenant}` has {limit} calls running, its share of the instance pool (max_instances_per_tenant); retry when one ends"
+            )));
+        }
+        *count += 1;
+        Ok(TenantSlot {
+            slots: self.clone(),
+            tenant: tenant.to_owned(),
+        })
+    }
+
+    #[cfg(test)]
+    fn held(&self, tenant: &str) -> u32 {
+        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.get(tenant).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for TenantSlot {
+    fn drop(&mut self) {
+        let mut held = self
+            .slots
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&self.tenant) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.tenant);
+            }
+        }
+    }
+}
+
+/// The background lane: a runtime whose threads run at the lowest priority.
+pub(crate) struct Background {
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Background {
+    /// Starts `threads` low-priority worker threads; none turns the lane off (every call
+    /// stays on its caller's runtime).
+    pub fn start(threads: usize) -> std::io::Result<Self> {
+        if threads == 0 {
+            return Ok(Background { runtime: None });
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("atrium-background")
+            .enable_all()
+            .on_thread_start(lower_priority)
+            .build()?;
+        Ok(Background {
+            runtime: Some(runtime),
+        })
+    }
+
+    /// Runs `work` on the first lane until it has computed for [`QUANTUM`], then here.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, CallError>> + Send + 'static,
+    ) -> Result<T, CallError> {
+        let mut work: Pin<Box<dyn Future<Output = Result<T, CallError>> + Send>> = Box::pin(work);
+        let mut computed = Duration::ZERO;
+        let first_lane = std::future::poll_fn(|cx| {
+            let started = Instant::now();
+            let polled = work.as_mut().poll(cx);
+            computed += started.elapsed();
+            match polled {
+                Poll::Ready(result) => Poll::Ready(Some(result)),
+                Poll::Pending if computed >= QUANTUM => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
+        if let Some(result) = first_lane {
+            return result;
+        }
+        let Some(runtime) = &self.runtime else {
+            return work.await;
+        };
+        let task = runtime.spawn(work);
+        // A caller that gives up (its request was dropped) ends the call in the background too.
+        let _abort = AbortOnDrop(task.abort_handle());
+        task.await
+            .map_err(|e| CallError::Internal(format!("the background lane lost the call: {e}")))?
+    }
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        // Dropping a runtime may happen inside another runtime; this never blocks.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Gives the calling thread the lowest scheduling priority (nice 19).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority takes plain integers and touches no memory of this process; on Linux
+    // `who = 0` with PRIO_PROCESS names the calling thread.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_holds_at_most_its_share_and_gets_slots_back() {
+        let slots = Arc::new(TenantSlots::default());
+        let a1 = slots.take("a", 2).unwrap();
+        let _a2 = slots.take("a", 2).unwrap();
+        let err = slots.take("a", 2).err().unwrap();
+        assert!(
+            matches!(&err, CallError::Capacity(m) if m.contains("tenant `a` has 2 calls running")),
+            "{err:?}"
+        );
+        // Another tenant is not held back.
+        let _b = slots.take("b", 2).unwrap();
+        drop(a1);
+        assert_eq!(slots.held("a"), 1);
+        let _a3 = slots.take("a", 2).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_short_call_stays_on_the_first_lane_and_a_long_one_moves() {
+        let background = Background::start(1).unwrap();
+        let lane = || std::thread::current().name().unwrap_or("").to_owned();
+        let short = background.run(async move { Ok(lane()) }).await.unwrap();
+        assert_ne!(short, "atrium-background");
+        let long = background
+            .run(async move {
+                for _ in 0..20 {
+                    // Computes for a millisecond, then yields, as a guest does at each tick.
+                    let until = Instant::now() + Duration::from_millis(1);
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                    tokio::task::yield_now().await;
+                }
+                Ok(lane())
+            })
+            .await
+            .unwrap();
+        assert_eq!(long, "atrium-background");
+    }
+}
