@@ -60,6 +60,14 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let limits = match atrium_server::overload::Limits::from_env(&env) {
+        Ok(limits) => limits,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(1);
+        }
+    };
     crate::block_on(true, async {
         let store = match crate::keys::open_store(&args.data_dir).await {
             Ok(store) => store,
@@ -158,7 +166,8 @@ pub fn run(args: &Args) -> ExitCode {
         let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_embedders(embedders)
             .with_retrieval(retrieval)
-            .with_registry(registry, identity);
+            .with_registry(registry, identity)
+            .with_limits(limits);
         let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;
         if let Some(demo) = demo {
             demo.abort();

@@ -36,6 +36,8 @@ pub struct ApiError {
     /// For a failure on the host's side: the id the client gets and the details only the log
     /// gets.
     internal: Option<Box<Internal>>,
+    /// Seconds the client should wait before trying again (the `Retry-After` header).
+    retry_after: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +68,7 @@ impl ApiError {
             code: Some(code),
             extra: None,
             internal: None,
+            retry_after: None,
         }
     }
 
@@ -217,6 +220,29 @@ impl ApiError {
         Self::server(StatusCode::SERVICE_UNAVAILABLE, code, message)
     }
 
+    /// The same error with a `Retry-After` of `seconds`.
+    #[must_use]
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds.max(1));
+        self
+    }
+
+    /// 429: a credential or a tenant sent more than its rate; try again after `seconds`.
+    pub fn rate_limited(message: impl Into<String>, seconds: u64) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "requests",
+            "rate_limit_exceeded",
+            message,
+        )
+        .retry_after(seconds)
+    }
+
+    /// 503: the host is past its capacity and sheds the request; try again after `seconds`.
+    pub fn overloaded(message: impl Into<String>, seconds: u64) -> Self {
+        Self::unavailable("overloaded", message).retry_after(seconds)
+    }
+
     /// 500: a failure on the host's side. The client gets `context` and an error id; the
     /// details are logged under that id and never sent.
     pub fn internal(context: &str, error: &dyn std::fmt::Display) -> Self {
@@ -268,6 +294,11 @@ fn error_id() -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(self.body())).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         if self.status.is_server_error() {
             if let Some(internal) = &self.internal
                 && let Ok(id) = HeaderValue::from_str(&internal.id)
@@ -457,6 +488,7 @@ impl From<atrium_platform::registry::RegistryError> for ApiError {
             E::InvalidComponent(message) => {
                 ApiError::unprocessable("invalid_component", Some("component"), message, None)
             }
+            E::AtCapacity(message) => ApiError::unavailable("at_capacity", message).retry_after(1),
             E::Activation {
                 outcome,
                 message,
@@ -516,7 +548,7 @@ impl From<atrium_platform::serving::ServeError> for ApiError {
             C::Deadline(_) => {
                 ApiError::server(StatusCode::GATEWAY_TIMEOUT, "deadline_exceeded", message)
             }
-            C::Capacity(_) => ApiError::unavailable("at_capacity", message),
+            C::Capacity(_) => ApiError::unavailable("at_capacity", message).retry_after(1),
             _ => ApiError::server(StatusCode::BAD_GATEWAY, "app_failed", message),
         }
     }

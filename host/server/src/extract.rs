@@ -39,10 +39,23 @@ impl FromRequestParts<HostState> for Org {
             .authenticate(secret, state.store.authenticate(secret))
             .await?
         {
-            Some(owner) => Ok(Org {
-                org_id: owner.org_id,
-                key_id: owner.key_id,
-            }),
+            Some(owner) => {
+                // The tenant the request is for, as named (checked later by the handler); a
+                // name no handler would accept is not counted.
+                let tenant = match parts.headers.get(TENANT_HEADER) {
+                    None => Some(crate::DEFAULT_TENANT),
+                    Some(value) => value.to_str().ok().filter(|t| t.len() <= 128),
+                };
+                state.limiter.admit(
+                    Some(&format!("key:{}", owner.key_id)),
+                    &owner.org_id,
+                    tenant,
+                )?;
+                Ok(Org {
+                    org_id: owner.org_id,
+                    key_id: owner.key_id,
+                })
+            }
             None => Err(ApiError::unauthorized("the API key is unknown or revoked")),
         }
     }

@@ -12,6 +12,7 @@ mod chat;
 mod embeddings;
 mod error;
 mod extract;
+pub mod overload;
 mod rag;
 mod stream;
 mod v1;
@@ -57,6 +58,8 @@ pub struct HostState {
     pub serving: Option<atrium_platform::serving::Serving>,
     /// How developer tokens are verified, when the host has a registry.
     pub identity: Option<std::sync::Arc<atrium_platform::identity::Identity>>,
+    /// The rate limits and the global shedding (docs/api.md, "Limits and overload").
+    pub limiter: std::sync::Arc<overload::Limiter>,
 }
 
 impl HostState {
@@ -78,7 +81,14 @@ impl HostState {
             registry: None,
             serving: None,
             identity: None,
+            limiter: std::sync::Arc::default(),
         }
+    }
+
+    /// The same state with these limits.
+    pub fn with_limits(mut self, limits: overload::Limits) -> Self {
+        self.limiter = std::sync::Arc::new(overload::Limiter::new(limits));
+        self
     }
 
     /// The same state with the app registry and developer identity.
@@ -152,6 +162,10 @@ pub fn router(state: HostState) -> Router {
         .route("/health", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(error::log_requests))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            overload::shed,
+        ))
         .with_state(state)
 }
 
@@ -172,6 +186,7 @@ pub async fn serve(
         .clone()
         .map(|serving| tokio::spawn(run_schedules(serving)));
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    let probe = tokio::spawn(state.limiter.clone().probe_queue_delay(stopped.clone()));
     let upkeep = state
         .retrieval
         .clone()
@@ -185,6 +200,7 @@ pub async fn serve(
         scheduler.abort();
     }
     let _ = stop.send(true);
+    let _ = probe.await;
     if let Some(upkeep) = upkeep {
         let _ = upkeep.await;
     }

@@ -119,6 +119,18 @@ fn a_bad_address_exits_1_and_a_taken_port_exits_2() {
         stderr(&bad_config)
     );
 
+    // A limit that is not a number names its variable (docs/api.md, "Limits and overload").
+    let bad_limit = command(dir.path(), &["serve", "--data-dir", data])
+        .env("ATRIUM_TENANT_RATE", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(bad_limit.status.code(), Some(1));
+    assert!(
+        stderr(&bad_limit).contains("ATRIUM_TENANT_RATE must be a number"),
+        "{}",
+        stderr(&bad_limit)
+    );
+
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let busy = atrium(dir.path(), &["serve", "--addr", &addr, "--data-dir", data]);

@@ -62,6 +62,9 @@ impl FromRequestParts<HostState> for Dev {
                 format!("the developer account {} is suspended", developer.login),
             ));
         }
+        state
+            .limiter
+            .admit(Some(&format!("developer:{}", developer.id)), "", None)?;
         Ok(Dev(developer))
     }
 }

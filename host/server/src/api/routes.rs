@@ -73,6 +73,11 @@ pub async fn public(
     let target = serving
         .public_route(&tenant, &app, method.as_str(), &path)
         .await?;
+    // Anonymous callers share the tenant's budget: a flood of a public address is limited
+    // like the tenant's own traffic (and counts against it).
+    state
+        .limiter
+        .admit(None, &target.tenant.org_id, Some(&target.tenant.tenant_id))?;
     serve(
         target,
         method,

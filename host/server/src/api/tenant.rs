@@ -54,7 +54,14 @@ async fn authenticate(parts: &Parts, state: &HostState) -> Result<TenantPrincipa
         .authenticate(token, state.store.authenticate_tenant_token(token))
         .await?
     {
-        Some(principal) => Ok(principal),
+        Some(principal) => {
+            state.limiter.admit(
+                Some(&format!("tenant-token:{}", principal.token_id)),
+                &principal.org_id,
+                Some(&principal.tenant_id),
+            )?;
+            Ok(principal)
+        }
         None => Err(ApiError::unauthorized_because(
             "invalid_token",
             if token.starts_with(TENANT_TOKEN_PREFIX) {

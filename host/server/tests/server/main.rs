@@ -6,6 +6,7 @@ mod chat;
 mod embeddings;
 mod host;
 mod openai_client;
+mod overload;
 mod rag;
 mod registry;
 mod tenants;

@@ -5,6 +5,7 @@
 //! This module is the harness (a [`Host`] on a free port and the requests and fixtures the
 //! tests send it); each area's tests are a module of their own.
 
+mod at_rest;
 mod bundles;
 mod hooks;
 mod installs;

@@ -121,6 +121,46 @@ async fn versions_are_registered_once_owned_promoted_and_archived() {
         assert_eq!(body["error"]["param"], "component");
         assert_eq!(host.blobs(), blobs_before);
 
+        // A component written without the SDK that registers what its manifest does not
+        // declare: refused as the SDK would refuse it, naming the registration; nothing stored.
+        let hostile = std::fs::read(atrium_test_artifacts::HOSTILE).unwrap();
+        let hostile_manifest = |register: &str| {
+            std::fs::read_to_string(atrium_test_artifacts::HOSTILE_MANIFEST)
+                .unwrap()
+                .replace("app_id: hostile", &format!("app_id: {app}"))
+                .replace("version: 1.0.0", "version: 1.3.0")
+                .replace(
+                    "HOSTILE_REGISTER: \"\"",
+                    &format!("HOSTILE_REGISTER: \"{register}\""),
+                )
+        };
+        for (register, words) in [
+            (
+                "tool:drop_tables",
+                "cannot register tool `drop_tables`: it is not in the manifest's tools",
+            ),
+            (
+                "route:POST /admin",
+                "cannot register route `POST /admin`: it is not in the manifest's http_routes",
+            ),
+        ] {
+            let text = hostile_manifest(register);
+            let (status, body) = host
+                .register(
+                    &app,
+                    &ada_token,
+                    &[
+                        ("manifest", None, text.as_bytes()),
+                        ("component", None, &hostile),
+                    ],
+                )
+                .await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+            assert_eq!(code(&body), "invalid_component");
+            assert!(message(&body).contains(words), "{body}");
+            assert_eq!(host.blobs(), blobs_before);
+        }
+
         // Promotion: needs publish_allowed, a registered version and the owner.
         let promote = |v: &str| format!("/api/dev/apps/{app}/versions/{v}/promote");
         let (status, body) = host.post(&promote("9.9.9"), &ada_token, Body::None).await;

@@ -1,0 +1,197 @@
+//! Overload over HTTP against a running host: per-key and per-tenant rate limits answer 429
+//! with `Retry-After` and keep to their own credential, tenant and organization; past the
+//! in-flight cap a request is answered 503 at once, and the host recovers when load drops.
+
+use std::time::Duration;
+
+use atrium_server::overload::{Limits, Rate};
+use reqwest::StatusCode;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::host::{Body, Host};
+use crate::{state, stores, unique};
+
+/// GET /v1/models with a key and a tenant: the status, `Retry-After` and the body.
+async fn models(
+    base: &str,
+    key: &str,
+    tenant: &str,
+) -> (StatusCode, Option<String>, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .get(format!("{base}/v1/models"))
+        .bearer_auth(key)
+        .header("x-service-tenant", tenant)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let retry = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, retry, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn rate_limits_answer_429_with_retry_after_per_key_and_per_tenant() {
+    let (store, _dir) = stores().await.remove(0);
+    let limits = Limits {
+        per_key: Some(Rate {
+            rate: 0.2,
+            burst: 3.0,
+        }),
+        per_tenant: Some(Rate {
+            rate: 0.2,
+            burst: 5.0,
+        }),
+        ..Limits::default()
+    };
+    let host = Host::start(state(&store, vec![]).with_limits(limits)).await;
+    let base = host.base();
+    let acme = unique("acme");
+    let first = store.create_key(&acme, "first").await.unwrap();
+    let second = store.create_key(&acme, "second").await.unwrap();
+    let other = store.create_key(&unique("other"), "ops").await.unwrap();
+
+    // The key's burst, then 429 naming the key's limit, with a Retry-After of whole seconds.
+    for _ in 0..3 {
+        assert_eq!(models(base, &first.secret, "shop").await.0, StatusCode::OK);
+    }
+    let (status, retry, body) = models(base, &first.secret, "shop").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert_eq!(body["error"]["code"], "rate_limit_exceeded");
+    assert_eq!(body["error"]["type"], "requests");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("ATRIUM_KEY_RATE"), "{message}");
+    let retry: u64 = retry.expect("Retry-After").parse().unwrap();
+    assert!((1..=5).contains(&retry), "{retry}");
+
+    // Another key of the same organization has its own budget, but the tenant's is shared:
+    // two more requests for `shop`, then 429 naming the tenant.
+    for _ in 0..2 {
+        assert_eq!(models(base, &second.secret, "shop").await.0, StatusCode::OK);
+    }
+    let (status, retry, body) = models(base, &second.secret, "shop").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("tenant `shop`") && message.contains("ATRIUM_TENANT_RATE"),
+        "{message}"
+    );
+    assert!(retry.is_some());
+
+    // Another tenant of the organization, and the same tenant name in another organization,
+    // are not held back.
+    assert_eq!(
+        models(base, &second.secret, "studio").await.0,
+        StatusCode::OK
+    );
+    assert_eq!(models(base, &other.secret, "shop").await.0, StatusCode::OK);
+    // A tenant token of `shop` meets the same tenant budget, spent by the keys above.
+    let third = store.create_key(&acme, "third").await.unwrap();
+    let (status, created) = host
+        .post(
+            "/api/tenants/shop/tokens",
+            &third.secret,
+            Body::Json(json!({"role": "user"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let shop_user = created["token"].as_str().unwrap();
+    let (status, body) = host.get("/api/installs", shop_user).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tenant `shop`"),
+        "{body}"
+    );
+
+    // Requests that fail authentication spend nobody's budget, whatever tenant they name:
+    // after ten of them for `lab`, a key of the organization still has all of `lab`'s.
+    for _ in 0..10 {
+        let (status, _, _) = models(base, "atr_unknown", "lab").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let fourth = store.create_key(&acme, "fourth").await.unwrap();
+    for _ in 0..3 {
+        assert_eq!(models(base, &fourth.secret, "lab").await.0, StatusCode::OK);
+    }
+    host.stop().await;
+}
+
+#[tokio::test]
+async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_recovers() {
+    let (store, _dir) = stores().await.remove(0);
+    let limits = Limits {
+        max_in_flight: 1,
+        ..Limits::default()
+    };
+    let host = Host::start(state(&store, vec![]).with_limits(limits)).await;
+    let base = host.base().to_owned();
+    let key = store.create_key(&unique("acme"), "ops").await.unwrap();
+
+    // One request held in flight: its body is announced and not yet sent.
+    let addr = base.trim_start_matches("http://").to_owned();
+    let mut held = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/embeddings HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: 64\r\n\r\n{{",
+        key.secret
+    );
+    held.write_all(head.as_bytes()).await.unwrap();
+    // The held request is counted once the host has its head.
+    let client = reqwest::Client::new();
+    let mut shed = None;
+    for _ in 0..100 {
+        let response = client
+            .get(format!("{base}/v1/models"))
+            .bearer_auth(&key.secret)
+            .send()
+            .await
+            .unwrap();
+        if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+            shed = Some(response);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let shed = shed.expect("a second request in flight is shed");
+    assert_eq!(shed.headers()["retry-after"], "1");
+    let body: serde_json::Value = shed.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "overloaded");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("requests are in flight"),
+        "{body}"
+    );
+    // The health check is never shed.
+    let health = client.get(format!("{base}/health")).send().await.unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+
+    // The held request completes (a 400 for its body), and the host takes requests again.
+    held.write_all(&[b' '; 63]).await.unwrap();
+    let mut answer = vec![0u8; 12];
+    held.read_exact(&mut answer).await.unwrap();
+    assert!(answer.starts_with(b"HTTP/1.1 400"), "{answer:?}");
+    drop(held);
+    let mut recovered = false;
+    for _ in 0..100 {
+        let response = client
+            .get(format!("{base}/v1/models"))
+            .bearer_auth(&key.secret)
+            .send()
+            .await
+            .unwrap();
+        if response.status() == StatusCode::OK {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(recovered);
+    host.stop().await;
+}
