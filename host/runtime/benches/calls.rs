@@ -300,9 +300,11 @@ fn memory_per_instance(runtime: &Runtime) {
         let warm_inv = Invocation::new("tenant-bench", warm);
         app.call_tool(&warm_inv, "platform", r#"{"op":"secret","key":"K"}"#).await.unwrap();
         let before = rss_bytes();
+        // Spread over four tenants: one tenant may hold a quarter of the pool at most.
         let handles: Vec<_> = (0..count)
-            .map(|_| {
-                let (app, inv) = (app.clone(), inv.clone());
+            .map(|i| {
+                let (app, mut inv) = (app.clone(), inv.clone());
+                inv.tenant_id = format!("tenant-bench-{}", i % 4);
                 tokio::spawn(async move { app.call_tool(&inv, "platform", r#"{"op":"secret","key":"K"}"#).await })
             })
             .collect();

@@ -492,17 +492,23 @@ impl App {
             .load(&mut store, &instance)
             .map_err(|e| CallError::Internal(format!("{e:#}")))?;
         let runtime = self.inner.runtime.clone();
+        let tenant = inv.tenant_id.clone();
         let task = tokio::spawn(async move {
-            runtime
+            let (store, outcome) = runtime
                 .background
-                .run(async move {
+                .run(&runtime.tenants, &tenant, async move {
                     let handled = guest.call_handle(&mut store, req, out);
-                    match tokio::time::timeout(deadline, handled).await {
-                        Ok(result) => finish(store, result.map(Ok::<(), HandlerError>), deadline),
-                        Err(_) => Err(CallError::Deadline(deadline)),
-                    }
+                    let outcome = tokio::time::timeout(deadline, handled).await;
+                    (store, outcome)
                 })
-                .await
+                .await?;
+            match outcome {
+                Ok(result) => finish(store, result.map(Ok::<(), HandlerError>), deadline),
+                Err(_) => {
+                    store.data().log.finish();
+                    Err(CallError::Deadline(deadline))
+                }
+            }
         });
         let abort = task.abort_handle();
         let served = tokio::time::timeout(deadline, async move {
@@ -587,37 +593,39 @@ impl App {
             // Boxed: the check itself runs `describe` through here.
             Box::pin(self.verify()).await?;
         }
-        let deadline = self.inner.runtime.config.deadline;
-        let (app, inv) = (self.clone(), inv.clone());
-        let work = async move {
-            let (mut store, instance) = app.instantiate(&inv).await?;
-            let guest = indices
-                .load(&mut store, &instance)
-                .map_err(|e| CallError::Internal(format!("{e:#}")))?;
-            let result = dispatch(&guest, &mut store, call).await;
-            let reply = finish(store, result, deadline)?;
-            let limit = app.inner.runtime.config.max_result_bytes;
-            if let HandlerReply::Json(json) = &reply
-                && json.len() > limit
-            {
-                return Err(CallError::TooLarge {
-                    what: "result",
-                    limit,
-                });
-            }
-            Ok(reply)
-        };
-        // The epoch stops a guest that computes; the timeout stops one that waits on the host.
-        // A call that computes for long goes on in the background lane (docs/runtime.md).
-        self.inner
-            .runtime
+        let runtime = &self.inner.runtime;
+        let deadline = runtime.config.deadline;
+        let (mut store, instance) = self.instantiate(inv).await?;
+        let guest = indices
+            .load(&mut store, &instance)
+            .map_err(|e| CallError::Internal(format!("{e:#}")))?;
+        // The guest runs on the first lane, or in the background once it has computed for
+        // long (docs/runtime.md, "Fair shares"); the instance is made and dropped here, so
+        // that the pool's locks are never held at the background's low priority. The epoch
+        // stops a guest that computes; the timeout stops one that waits on the host.
+        let (store, outcome) = runtime
             .background
-            .run(async move {
-                tokio::time::timeout(deadline, work)
-                    .await
-                    .unwrap_or(Err(CallError::Deadline(deadline)))
+            .run(&runtime.tenants, &inv.tenant_id, async move {
+                let outcome =
+                    tokio::time::timeout(deadline, dispatch(&guest, &mut store, call)).await;
+                (store, outcome)
             })
-            .await
+            .await?;
+        let Ok(result) = outcome else {
+            store.data().log.finish();
+            return Err(CallError::Deadline(deadline));
+        };
+        let reply = finish(store, result, deadline)?;
+        let limit = runtime.config.max_result_bytes;
+        if let HandlerReply::Json(json) = &reply
+            && json.len() > limit
+        {
+            return Err(CallError::TooLarge {
+                what: "result",
+                limit,
+            });
+        }
+        Ok(reply)
     }
 }
 

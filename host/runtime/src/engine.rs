@@ -28,7 +28,8 @@ pub struct RuntimeConfig {
     /// call beyond fails with [`crate::CallError::Capacity`] (docs/runtime.md, "Fair shares").
     pub max_instances_per_tenant: u32,
     /// Threads of the background lane, where calls that compute for long run at the lowest
-    /// priority (default: one per core; 0 keeps every call on its caller's runtime).
+    /// priority (default: one fewer than the cores, at least one; 0 keeps every call on its
+    /// caller's runtime).
     pub background_threads: usize,
     /// The largest result a handler may return, and the largest HTTP response body (default 1 MiB).
     pub max_result_bytes: usize,
@@ -46,7 +47,10 @@ impl Default for RuntimeConfig {
             deadline: Duration::from_secs(30),
             max_instances: 1000,
             max_instances_per_tenant: 250,
-            background_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            // One core fewer than the machine has: a core is always left to the first lane,
+            // so a short call never waits for a background thread to be preempted.
+            background_threads: std::thread::available_parallelism()
+                .map_or(1, |n| n.get().saturating_sub(1).max(1)),
             max_result_bytes: 1024 * 1024,
             max_log_bytes: 64 * 1024,
             tick: Duration::from_millis(1),

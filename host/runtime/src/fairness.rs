@@ -6,12 +6,13 @@
 //!   [`crate::CallError::Capacity`], so one tenant's flood of slow calls cannot take the pool
 //!   from the others.
 //! - **Two lanes.** Every call starts on the caller's runtime, where calls run as they come.
-//!   Once a call has computed for [`QUANTUM`] it moves, mid-call, to the background lane: a
-//!   runtime of its own whose threads run at the lowest priority (nice 19). There it still
-//!   runs whenever a core is free, and still meets its deadline (the epoch keeps counting
-//!   wall time), but a short call that arrives on the first lane preempts it. A short call
-//!   never leaves the first lane; a call that spins, grows its memory page by page or floods
-//!   its log does, after a couple of milliseconds.
+//!   Once a guest has computed for [`QUANTUM`] it moves, mid-call, to the background lane: a
+//!   runtime of its own whose threads run under `SCHED_IDLE`. There it still runs whenever a
+//!   core is free, and still meets its deadline (the epoch keeps counting wall time), but a
+//!   short call that arrives on the first lane preempts it. For [`HEAVY_FOR`] after, the
+//!   tenant's calls start there. A short call never leaves the first lane; a call that spins,
+//!   grows its memory page by page or floods its log does, within a millisecond. Callers make
+//!   and drop the instance on the first lane: only the guest's run moves.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,12 +24,16 @@ use std::time::{Duration, Instant};
 use crate::CallError;
 
 /// How long a call may compute on the first lane before it moves to the background.
-pub const QUANTUM: Duration = Duration::from_millis(2);
+pub const QUANTUM: Duration = Duration::from_micros(500);
 
-/// The instances each tenant holds.
+/// How long a tenant's calls start in the background after one of them had to be moved there.
+pub const HEAVY_FOR: Duration = Duration::from_secs(10);
+
+/// The instances each tenant holds, and the tenants whose calls lately computed for long.
 #[derive(Default)]
 pub(crate) struct TenantSlots {
     held: Mutex<HashMap<String, u32>>,
+    heavy: Mutex<HashMap<String, Instant>>,
 }
 
 /// One instance of a tenant, given back when dropped (with the call's store).
@@ -52,6 +57,30 @@ impl TenantSlots {
             slots: self.clone(),
             tenant: tenant.to_owned(),
         })
+    }
+
+    /// Whether `tenant` had a call moved to the background within [`HEAVY_FOR`]: its calls
+    /// then start there, so that finding out again costs the first lane nothing.
+    pub fn is_heavy(&self, tenant: &str) -> bool {
+        let mut heavy = self.heavy.lock().unwrap_or_else(PoisonError::into_inner);
+        match heavy.get(tenant) {
+            Some(until) if *until > Instant::now() => true,
+            Some(_) => {
+                heavy.remove(tenant);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Remembers that a call of `tenant` had to be moved to the background.
+    pub fn mark_heavy(&self, tenant: &str) {
+        let mut heavy = self.heavy.lock().unwrap_or_else(PoisonError::into_inner);
+        if heavy.len() >= 10_000 {
+            let now = Instant::now();
+            heavy.retain(|_, until| *until > now);
+        }
+        heavy.insert(tenant.to_owned(), Instant::now() + HEAVY_FOR);
     }
 
     #[cfg(test)]
@@ -100,12 +129,21 @@ impl Background {
         })
     }
 
-    /// Runs `work` on the first lane until it has computed for [`QUANTUM`], then here.
+    /// Runs a call of `tenant` on the first lane until it has computed for [`QUANTUM`], then
+    /// here; a tenant whose calls lately had to move starts here.
     pub async fn run<T: Send + 'static>(
         &self,
-        work: impl Future<Output = Result<T, CallError>> + Send + 'static,
+        tenants: &TenantSlots,
+        tenant: &str,
+        work: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, CallError> {
-        let mut work: Pin<Box<dyn Future<Output = Result<T, CallError>> + Send>> = Box::pin(work);
+        let mut work: Pin<Box<dyn Future<Output = T> + Send>> = Box::pin(work);
+        let Some(runtime) = &self.runtime else {
+            return Ok(work.await);
+        };
+        if tenants.is_heavy(tenant) {
+            return in_background(runtime, work).await;
+        }
         let mut computed = Duration::ZERO;
         let first_lane = std::future::poll_fn(|cx| {
             let started = Instant::now();
@@ -119,17 +157,23 @@ impl Background {
         })
         .await;
         if let Some(result) = first_lane {
-            return result;
+            return Ok(result);
         }
-        let Some(runtime) = &self.runtime else {
-            return work.await;
-        };
-        let task = runtime.spawn(work);
-        // A caller that gives up (its request was dropped) ends the call in the background too.
-        let _abort = AbortOnDrop(task.abort_handle());
-        task.await
-            .map_err(|e| CallError::Internal(format!("the background lane lost the call: {e}")))?
+        tenants.mark_heavy(tenant);
+        in_background(runtime, work).await
     }
+}
+
+/// Runs the rest of `work` on the background lane.
+async fn in_background<T: Send + 'static>(
+    runtime: &tokio::runtime::Runtime,
+    work: Pin<Box<dyn Future<Output = T> + Send>>,
+) -> Result<T, CallError> {
+    let task = runtime.spawn(work);
+    // A caller that gives up (its request was dropped) ends the call in the background too.
+    let _abort = AbortOnDrop(task.abort_handle());
+    task.await
+        .map_err(|e| CallError::Internal(format!("the background lane lost the call: {e}")))
 }
 
 struct AbortOnDrop(tokio::task::AbortHandle);
@@ -149,14 +193,21 @@ impl Drop for Background {
     }
 }
 
-/// Gives the calling thread the lowest scheduling priority (nice 19).
+/// Gives the calling thread the lowest scheduling priority: Linux's `SCHED_IDLE` policy, under
+/// which a thread runs only on a core no other thread wants, and a normal thread that wakes up
+/// takes the core from it at once (a niced thread would keep it until its time slice ends,
+/// milliseconds later). It still gets a sliver of a busy core, so its calls meet their
+/// deadlines. Where the policy cannot be set, nice 19.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
-    // SAFETY: setpriority takes plain integers and touches no memory of this process; on Linux
-    // `who = 0` with PRIO_PROCESS names the calling thread.
+    // SAFETY: both calls take plain values and a pointer to a local that outlives the call; on
+    // Linux, pid 0 names the calling thread.
     #[allow(unsafe_code)]
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        let param = libc::sched_param { sched_priority: 0 };
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &raw const param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        }
     }
 }
 
@@ -182,13 +233,18 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_short_call_stays_on_the_first_lane_and_a_long_one_moves() {
+    async fn a_short_call_stays_on_the_first_lane_and_a_long_one_moves_with_its_tenant() {
         let background = Background::start(1).unwrap();
+        let tenants = TenantSlots::default();
         let lane = || std::thread::current().name().unwrap_or("").to_owned();
-        let short = background.run(async move { Ok(lane()) }).await.unwrap();
+        let short = background
+            .run(&tenants, "t", async move { lane() })
+            .await
+            .unwrap();
         assert_ne!(short, "atrium-background");
+        assert!(!tenants.is_heavy("t"));
         let long = background
-            .run(async move {
+            .run(&tenants, "t", async move {
                 for _ in 0..20 {
                     // Computes for a millisecond, then yields, as a guest does at each tick.
                     let until = Instant::now() + Duration::from_millis(1);
@@ -197,10 +253,22 @@ mod tests {
                     }
                     tokio::task::yield_now().await;
                 }
-                Ok(lane())
+                lane()
             })
             .await
             .unwrap();
         assert_eq!(long, "atrium-background");
+        // The tenant's next calls start in the background, another tenant's do not.
+        assert!(tenants.is_heavy("t"));
+        let next = background
+            .run(&tenants, "t", async move { lane() })
+            .await
+            .unwrap();
+        assert_eq!(next, "atrium-background");
+        let other = background
+            .run(&tenants, "u", async move { lane() })
+            .await
+            .unwrap();
+        assert_ne!(other, "atrium-background");
     }
 }
