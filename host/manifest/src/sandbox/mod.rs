@@ -241,13 +241,10 @@ impl Declarations for Manifest {
 
     fn lifecycle_enabled(&self, hook: &str) -> bool {
         let l = &self.lifecycle;
-        match hook {
-            "on_install" => l.on_install,
-            "on_uninstall" => l.on_uninstall,
-            "on_inbound" => l.on_inbound,
-            "on_user_added" => l.on_user_added,
-            _ => false,
-        }
+        registration::hook_enabled(
+            hook,
+            [l.on_install, l.on_uninstall, l.on_inbound, l.on_user_added],
+        )
     }
 
     fn schedules(&self) -> Vec<&str> {

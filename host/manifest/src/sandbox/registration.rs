@@ -15,6 +15,16 @@ use super::Declarations;
 pub const LIFECYCLE_HOOKS: [&str; 4] =
     ["on_install", "on_uninstall", "on_inbound", "on_user_added"];
 
+/// Whether `hook` is on, given the manifest's flags in the order of [`LIFECYCLE_HOOKS`]; false
+/// for a name that is no lifecycle hook.
+#[must_use]
+pub fn hook_enabled(hook: &str, flags: [bool; 4]) -> bool {
+    LIFECYCLE_HOOKS
+        .iter()
+        .position(|h| *h == hook)
+        .is_some_and(|i| flags[i])
+}
+
 /// Which registration rule was broken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RegistrationRule {
@@ -333,100 +343,69 @@ mod tests {
     #[test]
     fn every_rule_names_the_registration() {
         let m = manifest("");
+        let refused = |registered: Registered<'_>| check(&m, &registered).unwrap_err();
         let tools = names(&["lookup", "drop_tables"]);
-        let err = check(
-            &m,
-            &Registered {
-                tools: &tools,
-                ..Registered::default()
-            },
-        )
-        .unwrap_err();
+        let err = refused(Registered {
+            tools: &tools,
+            ..Registered::default()
+        });
         assert_eq!(err.rule, RegistrationRule::UnknownTool);
         assert_eq!(
             err.message,
             "cannot register tool `drop_tables`: it is not in the manifest's tools (declared: lookup)"
         );
         let tools = names(&["lookup", "lookup"]);
-        let err = check(
-            &m,
-            &Registered {
-                tools: &tools,
-                ..Registered::default()
-            },
-        )
-        .unwrap_err();
+        let err = refused(Registered {
+            tools: &tools,
+            ..Registered::default()
+        });
         assert_eq!(err.rule, RegistrationRule::DoubleRegistration);
         assert_eq!(
             err.message,
             "cannot register tool `lookup` twice: a handler is already registered"
         );
         let hooks = names(&["on_install"]);
-        let err = check(
-            &m,
-            &Registered {
-                lifecycle: &hooks,
-                ..Registered::default()
-            },
-        )
-        .unwrap_err();
+        let err = refused(Registered {
+            lifecycle: &hooks,
+            ..Registered::default()
+        });
         assert_eq!(
             err.message,
             "cannot register on_install: lifecycle.on_install is not true in the manifest"
         );
         let hooks = names(&["on_reboot"]);
-        let err = check(
-            &m,
-            &Registered {
-                lifecycle: &hooks,
-                ..Registered::default()
-            },
-        )
-        .unwrap_err();
+        let err = refused(Registered {
+            lifecycle: &hooks,
+            ..Registered::default()
+        });
         assert_eq!(err.rule, RegistrationRule::LifecycleDisabled);
         assert!(err.message.contains("`on_reboot`"), "{}", err.message);
         let schedules = names(&["hourly"]);
-        let err = check(
-            &m,
-            &Registered {
-                schedules: &schedules,
-                ..Registered::default()
-            },
-        )
-        .unwrap_err();
+        let err = refused(Registered {
+            schedules: &schedules,
+            ..Registered::default()
+        });
         assert_eq!(
             err.message,
             "cannot register schedule `hourly`: it is not in lifecycle.schedules (none are declared)"
         );
         let events = names(&["booked"]);
-        let err = check(
-            &m,
-            &Registered {
-                events: &events,
-                ..Registered::default()
-            },
-        )
-        .unwrap_err();
+        let err = refused(Registered {
+            events: &events,
+            ..Registered::default()
+        });
         assert_eq!(err.rule, RegistrationRule::UnknownEvent);
-        let err = check(
-            &m,
-            &Registered {
-                room_messages: true,
-                ..Registered::default()
-            },
-        )
-        .unwrap_err();
+        let err = refused(Registered {
+            room_messages: true,
+            ..Registered::default()
+        });
         assert_eq!(err.rule, RegistrationRule::NoAgent);
         for entry in ["POST /x", "GET"] {
             let routes = names(&[entry]);
-            let err = check(
-                &m,
-                &Registered {
-                    routes: &routes,
-                    ..Registered::default()
-                },
-            )
-            .unwrap_err();
+            let err = refused(Registered {
+                routes: &routes,
+                ..Registered::default()
+            });
             assert_eq!(err.rule, RegistrationRule::UnknownRoute, "{entry}");
             assert!(err.message.contains(entry), "{}", err.message);
         }

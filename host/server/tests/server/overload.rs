@@ -122,6 +122,28 @@ async fn rate_limits_answer_429_with_retry_after_per_key_and_per_tenant() {
     host.stop().await;
 }
 
+/// GET /v1/models every 20 ms until it answers `status` (at most 2 s).
+async fn models_until(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    status: StatusCode,
+) -> reqwest::Response {
+    for _ in 0..100 {
+        let response = client
+            .get(format!("{base}/v1/models"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap();
+        if response.status() == status {
+            return response;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("GET /v1/models never answered {status}");
+}
+
 #[tokio::test]
 async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_recovers() {
     let (store, _dir) = stores().await.remove(0);
@@ -143,21 +165,7 @@ async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_r
     held.write_all(head.as_bytes()).await.unwrap();
     // The held request is counted once the host has its head.
     let client = reqwest::Client::new();
-    let mut shed = None;
-    for _ in 0..100 {
-        let response = client
-            .get(format!("{base}/v1/models"))
-            .bearer_auth(&key.secret)
-            .send()
-            .await
-            .unwrap();
-        if response.status() == StatusCode::SERVICE_UNAVAILABLE {
-            shed = Some(response);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let shed = shed.expect("a second request in flight is shed");
+    let shed = models_until(&client, &base, &key.secret, StatusCode::SERVICE_UNAVAILABLE).await;
     assert_eq!(shed.headers()["retry-after"], "1");
     let body: serde_json::Value = shed.json().await.unwrap();
     assert_eq!(body["error"]["code"], "overloaded");
@@ -178,20 +186,6 @@ async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_r
     held.read_exact(&mut answer).await.unwrap();
     assert!(answer.starts_with(b"HTTP/1.1 400"), "{answer:?}");
     drop(held);
-    let mut recovered = false;
-    for _ in 0..100 {
-        let response = client
-            .get(format!("{base}/v1/models"))
-            .bearer_auth(&key.secret)
-            .send()
-            .await
-            .unwrap();
-        if response.status() == StatusCode::OK {
-            recovered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(recovered);
+    models_until(&client, &base, &key.secret, StatusCode::OK).await;
     host.stop().await;
 }
