@@ -1,0 +1,1 @@
+//! Fuzz targets live in `tests/targets.rs`; see tools/fuzz and docs/security.md.
