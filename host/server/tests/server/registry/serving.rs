@@ -572,6 +572,20 @@ async fn tools_run_with_the_install_and_fail_alone() {
         )
         .await;
         assert!(body["result"]["ok"].is_null(), "{body}");
+        // Its own override of a secret is read by its calls only: each install reads its own.
+        let (status, body) = host
+            .put(
+                &format!("/api/installs/{app}/secrets/API_KEY"),
+                &stranger,
+                Body::Json(json!({"value": "umbrella-override"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let secret = json!({"op": "secret", "key": "API_KEY"});
+        let (_, body) = call("platform", secret.clone(), &stranger).await;
+        assert_eq!(body["result"]["ok"], "umbrella-override", "{body}");
+        let (_, body) = call("platform", secret, &user).await;
+        assert_eq!(body["result"]["ok"], "developer-default", "{body}");
 
         // Activations of many tenants at once all land (on SQLite, write transactions that
         // read first once failed with `database is locked` under this).
