@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod call;
+mod crash;
 mod demo;
 mod dev;
 mod developer;
