@@ -79,7 +79,9 @@ fn a_kill_during_ingestion_leaves_every_document_whole_or_absent() {
         std::thread::sleep(Duration::from_millis(300 + 250 * round));
         drop(host); // SIGKILL: the process gets no chance to finish anything.
         for writer in writers {
-            let _ = writer.join();
+            writer
+                .join()
+                .expect("a writer met an answer that was neither a success nor cut off");
         }
         acknowledged.extend(acked.lock().unwrap().drain(..));
         attempted.extend(tried.lock().unwrap().drain(..));
@@ -134,6 +136,348 @@ fn a_kill_during_ingestion_leaves_every_document_whole_or_absent() {
                 ),
             }
         }
+    }
+    let (status, _) = host.stop();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// `POST path` with a multipart body of (name, file name, bytes) parts and a bearer token.
+fn post_multipart(addr: &str, path: &str, token: &str, parts: &[(&str, &str, &[u8])]) -> String {
+    use std::io::{Read, Write};
+    let boundary = "atrium-crash-test-boundary";
+    let mut body = Vec::new();
+    for (name, file, bytes) in parts {
+        write!(
+            body,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        )
+        .unwrap();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    write!(body, "--{boundary}--\r\n").unwrap();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(&body).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// The files under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.path().is_dir() {
+                pending.push(entry.path());
+            } else {
+                files.push(entry.path());
+            }
+        }
+    }
+    files
+}
+
+/// The minimal app's component with a custom section naming `n`: a component of its own.
+fn component(minimal: &[u8], n: u64) -> Vec<u8> {
+    let mut bytes = minimal.to_vec();
+    let name = b"crash-test";
+    let payload = format!("{n:08}");
+    bytes.push(0);
+    bytes.push(u8::try_from(1 + name.len() + payload.len()).unwrap());
+    bytes.push(u8::try_from(name.len()).unwrap());
+    bytes.extend_from_slice(name);
+    bytes.extend_from_slice(payload.as_bytes());
+    bytes
+}
+
+fn version_manifest(n: u64) -> String {
+    format!(
+        "apiVersion: platform/v2\napp_id: crashy\nversion: 1.0.{n}\nname: Crashy\nruntime:\n  image: ghcr.io/acme/crashy:1.0.{n}\n"
+    )
+}
+
+#[test]
+fn a_kill_during_version_registrations_leaves_no_version_without_its_whole_component() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_str = data.to_str().unwrap();
+    let created = command(
+        dir.path(),
+        &[
+            "developers",
+            "create",
+            "--email",
+            "ada@example.com",
+            "--login",
+            "ada",
+            "--publish-allowed",
+            "--data-dir",
+            data_str,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        created.status.code(),
+        Some(0),
+        "{}",
+        crate::stderr(&created)
+    );
+    let token = crate::stdout(&created).lines().last().unwrap().to_owned();
+    // Each version carries a component of its own (the minimal app with a version-specific
+    // custom section), so every registration writes a new blob.
+    let minimal = Arc::new(std::fs::read(atrium_test_artifacts::MINIMAL).unwrap());
+    let mut host = serve(dir.path(), data_str);
+    // One registration first: the component is compiled once, then loaded from the cache.
+    let first = post_multipart(
+        &host.addr,
+        "/api/dev/apps/crashy/versions",
+        &token,
+        &[
+            (
+                "manifest",
+                "atrium.app.yaml",
+                version_manifest(0).as_bytes(),
+            ),
+            ("component", "app.wasm", &component(&minimal, 0)),
+        ],
+    );
+    assert!(first.starts_with("HTTP/1.1 201"), "{first}");
+    let mut acknowledged: Vec<String> = vec!["1.0.0".to_owned()];
+    let mut next = 1u64;
+    for round in 0..3u64 {
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let start = next;
+        next += 1_000;
+        let writers: Vec<_> = (0..2u64)
+            .map(|w| {
+                let (addr, token, acked) = (host.addr.clone(), token.clone(), acked.clone());
+                let minimal = minimal.clone();
+                std::thread::spawn(move || {
+                    for n in (start + w..).step_by(2) {
+                        let (text, bytes) = (version_manifest(n), component(&minimal, n));
+                        let sent = std::panic::catch_unwind(|| {
+                            post_multipart(
+                                &addr,
+                                "/api/dev/apps/crashy/versions",
+                                &token,
+                                &[
+                                    ("manifest", "atrium.app.yaml", text.as_bytes()),
+                                    ("component", "app.wasm", &bytes),
+                                ],
+                            )
+                        });
+                        let Ok(response) = sent else { return };
+                        if !response.starts_with("HTTP/1.1 201") {
+                            // Cut off by the kill: no answer, or none complete.
+                            assert!(!response.contains("\r\n\r\n{"), "{response}");
+                            return;
+                        }
+                        acked.lock().unwrap().push(format!("1.0.{n}"));
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(1_500 + 400 * round));
+        drop(host); // SIGKILL
+        for writer in writers {
+            writer
+                .join()
+                .expect("a writer met an answer that was neither a success nor cut off");
+        }
+        acknowledged.extend(acked.lock().unwrap().drain(..));
+        assert!(
+            !acknowledged.is_empty(),
+            "round {round}: nothing was registered"
+        );
+        host = serve(dir.path(), data_str);
+
+        let answer =
+            crate::serve::http(&host.addr, "GET", "/api/dev/apps/crashy", Some(&token), "");
+        let app = body(&answer).unwrap_or_else(|| panic!("{answer}"));
+        let versions = app["versions"].as_array().unwrap();
+        for version in &acknowledged {
+            assert!(
+                versions.iter().any(|v| v["version"] == version.as_str()),
+                "round {round}: acknowledged version {version} is gone"
+            );
+        }
+        // No stored version refers to a missing or partial component.
+        let blobs = files_under(&data.join("artifacts"));
+        for version in versions {
+            let digest = version["component_digest"].as_str().unwrap();
+            let hex = digest.trim_start_matches("sha256:");
+            let blob = blobs
+                .iter()
+                .find(|b| b.ends_with(hex))
+                .unwrap_or_else(|| panic!("{} refers to a missing blob", version["version"]));
+            let bytes = std::fs::read(blob).unwrap();
+            let actual: String = Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(
+                actual, hex,
+                "{} has a partial component",
+                version["version"]
+            );
+        }
+        eprintln!(
+            "round {round}: {} versions acknowledged, {} stored, {} blobs",
+            acknowledged.len(),
+            versions.len(),
+            blobs.len()
+        );
+    }
+    let (status, _) = host.stop();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_kill_during_activations_leaves_each_install_whole_or_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let key = crate::create_key(dir.path(), data);
+    let created = command(
+        dir.path(),
+        &[
+            "developers",
+            "create",
+            "--email",
+            "bo@example.com",
+            "--login",
+            "bo",
+            "--publish-allowed",
+            "--data-dir",
+            data,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        created.status.code(),
+        Some(0),
+        "{}",
+        crate::stderr(&created)
+    );
+    let dev = crate::stdout(&created).lines().last().unwrap().to_owned();
+    let mut host = serve(dir.path(), data);
+    // An app with a required setting, registered and promoted.
+    let manifest = "apiVersion: platform/v2\napp_id: desk\nversion: 1.0.0\nname: Desk\nruntime:\n  image: ghcr.io/acme/desk:1.0.0\ninstall_settings:\n  - {id: region, type: string, label: Region, required: true}\n  - {id: limit, type: number, label: Limit, default: 10}\n";
+    let registered = post_multipart(
+        &host.addr,
+        "/api/dev/apps/desk/versions",
+        &dev,
+        &[("manifest", "atrium.app.yaml", manifest.as_bytes())],
+    );
+    assert!(registered.starts_with("HTTP/1.1 201"), "{registered}");
+    let promoted = http(
+        &host.addr,
+        "POST",
+        "/api/dev/apps/desk/versions/1.0.0/promote",
+        Some(&dev),
+        "",
+    );
+    assert!(promoted.starts_with("HTTP/1.1 200"), "{promoted}");
+
+    let mut acknowledged: Vec<(String, String)> = Vec::new();
+    let mut tried: Vec<(String, String)> = Vec::new();
+    for round in 0..3u64 {
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let attempts = Arc::new(Mutex::new(Vec::new()));
+        let writers: Vec<_> = (0..3u64)
+            .map(|w| {
+                let (addr, key) = (host.addr.clone(), key.clone());
+                let (acked, attempts) = (acked.clone(), attempts.clone());
+                std::thread::spawn(move || {
+                    for n in 0.. {
+                        let tenant = format!("t{round}x{w}x{n}");
+                        let sent = std::panic::catch_unwind(|| {
+                            let issued = http(
+                                &addr,
+                                "POST",
+                                &format!("/api/tenants/{tenant}/tokens"),
+                                Some(&key),
+                                r#"{"role": "admin"}"#,
+                            );
+                            let admin = body(&issued)?["token"].as_str()?.to_owned();
+                            let region = format!("region-of-{tenant}");
+                            attempts
+                                .lock()
+                                .unwrap()
+                                .push((tenant.clone(), admin.clone()));
+                            let activated = http(
+                                &addr,
+                                "POST",
+                                "/api/installs/desk/activate",
+                                Some(&admin),
+                                &serde_json::json!({"settings": {"region": region}}).to_string(),
+                            );
+                            Some((admin, activated))
+                        });
+                        let Ok(Some((admin, activated))) = sent else {
+                            return;
+                        };
+                        if !activated.starts_with("HTTP/1.1 201") {
+                            assert!(!activated.contains("\r\n\r\n{"), "{activated}");
+                            return;
+                        }
+                        acked.lock().unwrap().push((tenant, admin));
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(400 + 300 * round));
+        drop(host); // SIGKILL
+        for writer in writers {
+            writer
+                .join()
+                .expect("a writer met an answer that was neither a success nor cut off");
+        }
+        acknowledged.extend(acked.lock().unwrap().drain(..));
+        tried.extend(attempts.lock().unwrap().drain(..));
+        assert!(
+            !acknowledged.is_empty(),
+            "round {round}: nothing was activated"
+        );
+        host = serve(dir.path(), data);
+        // Every tenant that was told its activation succeeded has it, with its settings; every
+        // other one has it whole or not at all.
+        for (tenant, admin) in &tried {
+            let answer = http(&host.addr, "GET", "/api/installs/desk", Some(admin), "");
+            let acked = acknowledged.iter().any(|(t, _)| t == tenant);
+            if answer.starts_with("HTTP/1.1 404") {
+                assert!(
+                    !acked,
+                    "round {round}: {tenant}'s acknowledged install is gone"
+                );
+                continue;
+            }
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            let install = body(&answer).unwrap();
+            assert_eq!(install["status"], "active", "{tenant}: {install}");
+            assert_eq!(
+                install["settings"]["region"],
+                format!("region-of-{tenant}"),
+                "{install}"
+            );
+            assert_eq!(install["settings"]["limit"], 10, "{install}");
+        }
+        eprintln!(
+            "round {round}: {} activations acknowledged of {} tried",
+            acknowledged.len(),
+            tried.len()
+        );
     }
     let (status, _) = host.stop();
     assert_eq!(status.code(), Some(0));
