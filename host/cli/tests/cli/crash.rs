@@ -482,3 +482,126 @@ fn a_kill_during_activations_leaves_each_install_whole_or_absent() {
     let (status, _) = host.stop();
     assert_eq!(status.code(), Some(0));
 }
+
+/// A fake Ollama (`POST /api/chat`) that answers every chat after `delay`, counting them.
+fn fake_ollama(delay: Duration) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let counted = counted.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut request = vec![0; length];
+                if reader.read_exact(&mut request).is_err() {
+                    return;
+                }
+                std::thread::sleep(delay);
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let answer = serde_json::json!({
+                    "model": "llama3.2", "created_at": "2026-01-01T00:00:00Z",
+                    "message": {"role": "assistant", "content": "ollama says hi"},
+                    "done": true, "done_reason": "stop", "prompt_eval_count": 6, "eval_count": 3,
+                })
+                .to_string();
+                let _ = write!(
+                    reader.get_mut(),
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            });
+        }
+    });
+    (url, calls)
+}
+
+#[test]
+fn a_batch_cut_by_kills_resumes_and_finishes_every_item_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let key = crate::create_key(dir.path(), data);
+    let (ollama, calls) = fake_ollama(Duration::from_millis(80));
+    let start = || {
+        let mut command = command(
+            dir.path(),
+            &["serve", "--addr", "127.0.0.1:0", "--data-dir", data],
+        );
+        command
+            .env("ATRIUM_EMBEDDER", "atrium-local-lexical")
+            .env("ATRIUM_OLLAMA_BASE_URL", &ollama);
+        Serve::spawn(command)
+    };
+    let mut host = start();
+    let items = 120;
+    let requests: Vec<Value> = (0..items)
+        .map(|i| {
+            serde_json::json!({"custom_id": format!("q{i}"), "provider": "ollama",
+                "messages": [{"role": "user", "content": format!("question {i}")}]})
+        })
+        .collect();
+    let created = http(
+        &host.addr,
+        "POST",
+        "/v1/batches",
+        Some(&key),
+        &serde_json::json!({ "requests": requests }).to_string(),
+    );
+    assert!(created.starts_with("HTTP/1.1 202"), "{created}");
+    let id = body(&created).unwrap()["id"].as_str().unwrap().to_owned();
+    // Two kills while the items run, each followed by a restart.
+    for round in 0..2u64 {
+        std::thread::sleep(Duration::from_millis(400 + 200 * round));
+        drop(host); // SIGKILL
+        host = start();
+    }
+    let path = format!("/v1/batches/{id}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let batch = loop {
+        let batch = body(&http(&host.addr, "GET", &path, Some(&key), "")).unwrap();
+        if batch["status"] == "completed" {
+            break batch;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batch never finished: {batch}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(batch["request_counts"]["completed"], items, "{batch}");
+    let results = batch["results"].as_array().unwrap();
+    assert_eq!(results.len(), items);
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["custom_id"], format!("q{i}"), "{result}");
+        assert_eq!(result["status"], "completed", "{result}");
+        assert_eq!(
+            result["response"]["choices"][0]["message"]["content"], "ollama says hi",
+            "{result}"
+        );
+    }
+    // Items cut off by a kill ran again; at most the eight in flight each time.
+    let upstream = calls.load(std::sync::atomic::Ordering::SeqCst);
+    eprintln!("{items} items, {upstream} upstream calls");
+    assert!(
+        (items..=items + 16).contains(&upstream),
+        "{upstream} upstream calls"
+    );
+    let (status, _) = host.stop();
+    assert_eq!(status.code(), Some(0));
+}
