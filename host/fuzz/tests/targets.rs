@@ -102,3 +102,109 @@ fn pdf_text() {
             );
         });
 }
+
+/// A host's router over a SQLite store in a temporary directory, no inference provider, the
+/// built-in lexical embedder and retrieval: what the HTTP target sends its bodies to.
+struct Http {
+    runtime: tokio::runtime::Runtime,
+    state: atrium_server::HostState,
+    key: String,
+    _dir: tempfile::TempDir,
+}
+
+fn http_host() -> &'static Http {
+    static HOST: std::sync::OnceLock<Http> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (state, key) = runtime.block_on(async {
+            let store = atrium_store::Store::open_sqlite(dir.path()).await.unwrap();
+            let key = store.create_key("fuzz", "fuzz").await.unwrap().secret;
+            let gateway =
+                atrium_inference::Gateway::new(atrium_inference::Catalog::builtin(), vec![]);
+            let retrieval = atrium_retrieval::Retrieval::open(
+                store.clone(),
+                atrium_inference::embed::Embedders::default(),
+                atrium_retrieval::RetrievalConfig::local(&dir.path().join("rag")),
+            )
+            .await
+            .unwrap();
+            let state = atrium_server::HostState::new(store, gateway).with_retrieval(retrieval);
+            (state, key)
+        });
+        Http {
+            runtime,
+            state,
+            key,
+            _dir: dir,
+        }
+    })
+}
+
+/// The request bodies of /v1 and the organization's /api: any bytes, as JSON or as an upload,
+/// are answered with a status, never a panic, and never a 5xx for the client's mistake (with
+/// no provider configured, the only 5xx a well-formed chat or batch item may get is 503
+/// `no_backend`).
+#[test]
+fn http_bodies() {
+    use tower::ServiceExt;
+    const ROUTES: [(&str, &str); 9] = [
+        ("/v1/chat/completions", "application/json"),
+        ("/v1/embeddings", "application/json"),
+        ("/v1/batches", "application/json"),
+        ("/v1/tenants", "application/json"),
+        ("/v1/rag/fuzz/documents", "application/json"),
+        ("/v1/rag/fuzz/query", "application/json"),
+        ("/v1/rag/fuzz/files", "application/octet-stream"),
+        ("/v1/rag/fuzz/files", "multipart/form-data; boundary=fuzz"),
+        ("/api/tenants/shop/tokens", "application/json"),
+    ];
+    let host = http_host();
+    host.runtime.block_on(async {
+        let created = axum::http::Request::post("/v1/rag/fuzz")
+            .header("authorization", format!("Bearer {}", host.key))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let _ = atrium_server::router(host.state.clone())
+            .oneshot(created)
+            .await;
+    });
+    bolero::check!()
+        .with_max_len(16 * 1024)
+        .for_each(|bytes: &[u8]| {
+            // Taken here, not captured: the check needs an unwind-safe closure.
+            let host = http_host();
+            let Some((&route, body)) = bytes.split_first() else {
+                return;
+            };
+            let (path, content_type) = ROUTES[usize::from(route) % ROUTES.len()];
+            let request = axum::http::Request::post(path)
+                .header("authorization", format!("Bearer {}", host.key))
+                .header("content-type", content_type)
+                .body(axum::body::Body::from(body.to_vec()))
+                .unwrap();
+            let (status, answer) = host.runtime.block_on(async {
+                let response = atrium_server::router(host.state.clone())
+                    .oneshot(request)
+                    .await
+                    .unwrap();
+                let status = response.status();
+                let bytes = http_body_util::BodyExt::collect(response.into_body())
+                    .await
+                    .unwrap()
+                    .to_bytes();
+                (status, String::from_utf8_lossy(&bytes).into_owned())
+            });
+            if status.is_server_error() {
+                let body: serde_json::Value = serde_json::from_str(&answer).unwrap_or_default();
+                assert!(
+                    status == axum::http::StatusCode::SERVICE_UNAVAILABLE
+                        && body["error"]["code"] == "no_backend",
+                    "{path}: {status} {answer}"
+                );
+            }
+        });
+}
