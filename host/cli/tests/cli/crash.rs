@@ -27,6 +27,46 @@ fn document(marker: &str) -> String {
     serde_json::json!({"title": marker, "text": text}).to_string()
 }
 
+/// Kills `host` with SIGKILL after `wait` (the process gets no chance to finish anything), then
+/// waits for the writers, which stop when their requests are cut off.
+fn kill_after(host: Serve, wait: Duration, writers: Vec<std::thread::JoinHandle<()>>) {
+    std::thread::sleep(wait);
+    drop(host);
+    for writer in writers {
+        writer
+            .join()
+            .expect("a writer met an answer that was neither a success nor cut off");
+    }
+}
+
+/// `atrium developers create` (allowed to publish): the account's token.
+fn developer(dir: &std::path::Path, data: &str, login: &str) -> String {
+    let email = format!("{login}@example.com");
+    let created = command(
+        dir,
+        &[
+            "developers",
+            "create",
+            "--email",
+            &email,
+            "--login",
+            login,
+            "--publish-allowed",
+            "--data-dir",
+            data,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        created.status.code(),
+        Some(0),
+        "{}",
+        crate::stderr(&created)
+    );
+    crate::stdout(&created).lines().last().unwrap().to_owned()
+}
+
 fn serve(dir: &std::path::Path, data: &str) -> Serve {
     let mut command = command(dir, &["serve", "--addr", "127.0.0.1:0", "--data-dir", data]);
     command.env("ATRIUM_EMBEDDER", "atrium-local-lexical");
@@ -76,13 +116,7 @@ fn a_kill_during_ingestion_leaves_every_document_whole_or_absent() {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(300 + 250 * round));
-        drop(host); // SIGKILL: the process gets no chance to finish anything.
-        for writer in writers {
-            writer
-                .join()
-                .expect("a writer met an answer that was neither a success nor cut off");
-        }
+        kill_after(host, Duration::from_millis(300 + 250 * round), writers);
         acknowledged.extend(acked.lock().unwrap().drain(..));
         attempted.extend(tried.lock().unwrap().drain(..));
         assert!(
@@ -210,29 +244,7 @@ fn a_kill_during_version_registrations_leaves_no_version_without_its_whole_compo
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data_str = data.to_str().unwrap();
-    let created = command(
-        dir.path(),
-        &[
-            "developers",
-            "create",
-            "--email",
-            "ada@example.com",
-            "--login",
-            "ada",
-            "--publish-allowed",
-            "--data-dir",
-            data_str,
-        ],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(
-        created.status.code(),
-        Some(0),
-        "{}",
-        crate::stderr(&created)
-    );
-    let token = crate::stdout(&created).lines().last().unwrap().to_owned();
+    let token = developer(dir.path(), data_str, "ada");
     // Each version carries a component of its own (the minimal app with a version-specific
     // custom section), so every registration writes a new blob.
     let minimal = Arc::new(std::fs::read(atrium_test_artifacts::MINIMAL).unwrap());
@@ -287,13 +299,7 @@ fn a_kill_during_version_registrations_leaves_no_version_without_its_whole_compo
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(1_500 + 400 * round));
-        drop(host); // SIGKILL
-        for writer in writers {
-            writer
-                .join()
-                .expect("a writer met an answer that was neither a success nor cut off");
-        }
+        kill_after(host, Duration::from_millis(1_500 + 400 * round), writers);
         acknowledged.extend(acked.lock().unwrap().drain(..));
         assert!(
             !acknowledged.is_empty(),
@@ -348,29 +354,7 @@ fn a_kill_during_activations_leaves_each_install_whole_or_absent() {
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
     let key = crate::create_key(dir.path(), data);
-    let created = command(
-        dir.path(),
-        &[
-            "developers",
-            "create",
-            "--email",
-            "bo@example.com",
-            "--login",
-            "bo",
-            "--publish-allowed",
-            "--data-dir",
-            data,
-        ],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(
-        created.status.code(),
-        Some(0),
-        "{}",
-        crate::stderr(&created)
-    );
-    let dev = crate::stdout(&created).lines().last().unwrap().to_owned();
+    let dev = developer(dir.path(), data, "bo");
     let mut host = serve(dir.path(), data);
     // An app with a required setting, registered and promoted.
     let manifest = "apiVersion: platform/v2\napp_id: desk\nversion: 1.0.0\nname: Desk\nruntime:\n  image: ghcr.io/acme/desk:1.0.0\ninstall_settings:\n  - {id: region, type: string, label: Region, required: true}\n  - {id: limit, type: number, label: Limit, default: 10}\n";
@@ -437,13 +421,7 @@ fn a_kill_during_activations_leaves_each_install_whole_or_absent() {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(400 + 300 * round));
-        drop(host); // SIGKILL
-        for writer in writers {
-            writer
-                .join()
-                .expect("a writer met an answer that was neither a success nor cut off");
-        }
+        kill_after(host, Duration::from_millis(400 + 300 * round), writers);
         acknowledged.extend(acked.lock().unwrap().drain(..));
         tried.extend(attempts.lock().unwrap().drain(..));
         assert!(
