@@ -8,7 +8,10 @@
 //! growth to the memory cap and a flood of the log. Latency is measured from the moment the
 //! schedule meant to send the call, so time spent waiting for a thread counts.
 //!
-//! `ATRIUM_BENCH_SECONDS` (default 20) is the length of each phase; `ATRIUM_BENCH_HOSTILE`
+//! The phases alternate, off then on, `ATRIUM_BENCH_ROUNDS` times (default 3), and the median
+//! of the rounds' p99 ratios is the figure: this machine is a shared VM whose busy moments
+//! would otherwise fall on one phase. `ATRIUM_BENCH_SECONDS` (default 20) is the length of each
+//! phase; `ATRIUM_BENCH_HOSTILE`
 //! (default `spin,grow,flood`) the attacks the hostile tenant takes turns at;
 //! `ATRIUM_BENCH_BACKGROUND_THREADS` the runtime's `background_threads` (0: no background lane).
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
@@ -78,6 +81,7 @@ fn phase(
         1_000 * seconds as usize,
     )));
     let outcomes = Arc::new(Outcomes::default());
+    let good_refused = Arc::new(AtomicU64::new(0));
     let handle = tokio.handle().clone();
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -107,8 +111,17 @@ fn phase(
             }));
         } else {
             let (app, inv, latencies) = (good.clone(), good_inv.clone(), latencies.clone());
+            let refused = good_refused.clone();
             tasks.push(handle.spawn(async move {
-                app.call_tool(&inv, "echo", "{}").await.unwrap();
+                match app.call_tool(&inv, "echo", "{}").await {
+                    Ok(_) => {}
+                    // The good tenant's calls piled up to its share of the pool: the host
+                    // stalled for a quarter of a second. Counted, and kept as the deadline.
+                    Err(CallError::Capacity(_)) => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => panic!("the good tenant's echo failed: {e}"),
+                }
                 let latency = due.elapsed();
                 latencies.lock().unwrap().push(latency);
             }));
@@ -125,7 +138,23 @@ fn phase(
     });
     let mut samples = std::mem::take(&mut *latencies.lock().unwrap());
     samples.sort();
+    let refused = good_refused.load(Ordering::Relaxed);
+    if refused > 0 {
+        println!("  the good tenant's calls refused at its share of the pool: {refused}");
+    }
     (samples, outcomes)
+}
+
+/// The machine's stolen time (the hypervisor running something else) so far, in ms.
+fn stolen_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let jiffies: f64 = stat
+        .lines()
+        .next()
+        .and_then(|cpu| cpu.split_whitespace().nth(8))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    jiffies * 10.0
 }
 
 fn report(label: &str, samples: &[Duration]) -> f64 {
@@ -173,15 +202,43 @@ fn main() {
         .unwrap();
     // Warm up both apps (their registration checks, the pool's slots).
     phase(&tokio, &good, &hostile, false, 2);
-    let (off, outcomes_off) = phase(&tokio, &good, &hostile, false, seconds);
-    let p99_off = report("hostile load off", &off);
-    println!("  the other tenant's calls: {}", outcomes_off.summary());
-    let (on, outcomes_on) = phase(&tokio, &good, &hostile, true, seconds);
-    let p99_on = report("hostile load on ", &on);
-    println!("  the hostile tenant's calls: {}", outcomes_on.summary());
+    // Off and on in turns, so that a busy moment of the shared machine falls on either.
+    let rounds: usize = std::env::var("ATRIUM_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        println!("round {round} of {rounds}");
+        let stolen = stolen_ms();
+        let (off, outcomes_off) = phase(&tokio, &good, &hostile, false, seconds);
+        let p99_off = report("hostile load off", &off);
+        println!(
+            "  the other tenant's calls: {}; time stolen by the hypervisor: {:.0} ms",
+            outcomes_off.summary(),
+            stolen_ms() - stolen
+        );
+        let stolen = stolen_ms();
+        let (on, outcomes_on) = phase(&tokio, &good, &hostile, true, seconds);
+        let p99_on = report("hostile load on ", &on);
+        println!(
+            "  the hostile tenant's calls: {}; time stolen by the hypervisor: {:.0} ms",
+            outcomes_on.summary(),
+            stolen_ms() - stolen
+        );
+        let ratio = (p99_on / p99_off - 1.0) * 100.0;
+        println!("  p99 with the hostile load on is {ratio:+.1}% of p99 with it off");
+        ratios.push(ratio);
+    }
+    ratios.sort_by(f64::total_cmp);
     println!(
-        "p99 with the hostile load on is {:+.1}% of p99 with it off (goal: at most +20%)",
-        (p99_on / p99_off - 1.0) * 100.0
+        "p99 on against off, per round: {}; median {:+.1}% (goal: at most +20%)",
+        ratios
+            .iter()
+            .map(|r| format!("{r:+.1}%"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ratios[ratios.len() / 2]
     );
     tokio.shutdown_background();
 }

@@ -502,13 +502,15 @@ impl App {
                     (store, outcome)
                 })
                 .await?;
-            match outcome {
-                Ok(result) => finish(store, result.map(Ok::<(), HandlerError>), deadline),
+            let result = match outcome {
+                Ok(result) => finish(&store, result.map(Ok::<(), HandlerError>), deadline),
                 Err(_) => {
                     store.data().log.finish();
                     Err(CallError::Deadline(deadline))
                 }
-            }
+            };
+            release(&runtime, store);
+            result
         });
         let abort = task.abort_handle();
         let served = tokio::time::timeout(deadline, async move {
@@ -613,9 +615,12 @@ impl App {
             .await?;
         let Ok(result) = outcome else {
             store.data().log.finish();
+            release(runtime, store);
             return Err(CallError::Deadline(deadline));
         };
-        let reply = finish(store, result, deadline)?;
+        let reply = finish(&store, result, deadline);
+        release(runtime, store);
+        let reply = reply?;
         let limit = runtime.config.max_result_bytes;
         if let HandlerReply::Json(json) = &reply
             && json.len() > limit
@@ -661,9 +666,17 @@ async fn dispatch(
     })
 }
 
+/// Drops the store of a finished call: on the reaper's thread when its memory grew past the
+/// part of a pool slot kept resident (giving that back unmaps it), here otherwise.
+fn release(runtime: &RuntimeInner, store: Store<CallState>) {
+    if store.data().memory.peak_bytes > crate::engine::KEEP_RESIDENT_BYTES {
+        runtime.reaper.drop_later(store);
+    }
+}
+
 /// Ends a call: flushes its logs and turns the guest's outcome into the caller's result.
 fn finish<T>(
-    store: Store<CallState>,
+    store: &Store<CallState>,
     result: wasmtime::Result<Result<T, HandlerError>>,
     deadline: std::time::Duration,
 ) -> Result<T, CallError> {

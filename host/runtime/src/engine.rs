@@ -11,7 +11,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use crate::LoadError;
 use crate::cache::DiskCache;
-use crate::fairness::{Background, TenantSlots};
+use crate::fairness::{Background, Reaper, TenantSlots};
 use crate::state::CallState;
 
 /// How the runtime is set up. Every field has a default fit for one host.
@@ -59,7 +59,7 @@ impl Default for RuntimeConfig {
 }
 
 /// How much of a linear memory stays resident in a free pool slot.
-const KEEP_RESIDENT_BYTES: usize = 4 << 20;
+pub(crate) const KEEP_RESIDENT_BYTES: usize = 4 << 20;
 
 /// The largest memory any app may ask for (`runtime.resources.memory_mb` maximum).
 pub const MAX_MEMORY_MB: u64 = 4096;
@@ -79,6 +79,8 @@ pub(crate) struct RuntimeInner {
     pub tenants: Arc<TenantSlots>,
     /// Where long calls go on computing at the lowest priority.
     pub background: Background,
+    /// Where instances that are expensive to give back are dropped.
+    pub reaper: Reaper,
     ticker: Ticker,
 }
 
@@ -131,6 +133,8 @@ impl Runtime {
         };
         let background = Background::start(config.background_threads)
             .map_err(|e| LoadError::Engine(format!("cannot start the background lane: {e}")))?;
+        let reaper = Reaper::start()
+            .map_err(|e| LoadError::Engine(format!("cannot start the reaper thread: {e}")))?;
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
                 engine,
@@ -139,6 +143,7 @@ impl Runtime {
                 cache,
                 tenants: Arc::default(),
                 background,
+                reaper,
                 ticker,
             }),
         })

@@ -6,13 +6,19 @@
 //!   [`crate::CallError::Capacity`], so one tenant's flood of slow calls cannot take the pool
 //!   from the others.
 //! - **Two lanes.** Every call starts on the caller's runtime, where calls run as they come.
-//!   Once a guest has computed for [`QUANTUM`] it moves, mid-call, to the background lane: a
-//!   runtime of its own whose threads run under `SCHED_IDLE`. There it still runs whenever a
-//!   core is free, and still meets its deadline (the epoch keeps counting wall time), but a
-//!   short call that arrives on the first lane preempts it. For [`HEAVY_FOR`] after, the
-//!   tenant's calls start there. A short call never leaves the first lane; a call that spins,
-//!   grows its memory page by page or floods its log does, within a millisecond. Callers make
-//!   and drop the instance on the first lane: only the guest's run moves.
+//!   Once a guest has computed for [`QUANTUM`] (its thread's CPU time) it moves, mid-call, to
+//!   the background lane: a runtime of its own whose threads run under `SCHED_IDLE`. There it
+//!   still runs whenever a core is free, and still meets its deadline (the epoch keeps counting
+//!   wall time), but a short call that arrives on the first lane preempts it. For [`HEAVY_FOR`]
+//!   after, the tenant's calls start there. A short call never leaves the first lane, however
+//!   busy the machine (time its thread spends preempted or waiting is not computing); a call
+//!   that spins, grows its memory page by page or floods its log does, within a millisecond.
+//!   Callers make the instance on the first lane: only the guest's run moves.
+//! - **A reaper.** Dropping an instance returns its pool slot, and a slot whose memory grew
+//!   past the part kept resident is unmapped back to its image: for a guest that filled 64 MiB,
+//!   a millisecond or more of the kernel freeing pages. Those instances are dropped by a thread
+//!   of their own ([`Reaper`]), so that no first-lane worker spends that time while short
+//!   calls wait behind it; the others are dropped where the call ends.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -106,6 +112,83 @@ impl Drop for TenantSlot {
     }
 }
 
+/// How many stores may wait for the reaper before it stops yielding to everything else.
+pub const REAPER_BEHIND: usize = 16;
+
+/// A thread that drops what it is sent: the stores of calls whose memory is expensive to give
+/// back. While it keeps up it runs under `SCHED_IDLE`, like the background lane: woken by a
+/// first-lane worker it does not take that worker's core, and a worker that wakes where it runs
+/// takes the core from it at the next point where the kernel may reschedule (freeing pages
+/// checks every few hundred). A batch thread at nice 19 was tried first: it still kept the core
+/// it ran on for its whole time slice, 3 to 4 ms of freeing pages while a short call waited.
+/// When more than [`REAPER_BEHIND`] stores wait, it runs as a batch thread at nice 19 until it
+/// has caught up, so that a machine kept busy by normal work cannot leave pool slots unreturned.
+/// A store waits in its queue holding its pool slot and its tenant's share, so the queue is
+/// bounded by the pool.
+pub(crate) struct Reaper {
+    queue: Mutex<Option<std::sync::mpsc::Sender<Box<dyn Send>>>>,
+    waiting: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Reaper {
+    /// Starts the thread.
+    pub fn start() -> std::io::Result<Self> {
+        use std::sync::atomic::Ordering;
+        let (queue, dropped) = std::sync::mpsc::channel::<Box<dyn Send>>();
+        let waiting = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = waiting.clone();
+        std::thread::Builder::new()
+            .name("atrium-reaper".into())
+            .spawn(move || {
+                lower_priority();
+                let mut behind = false;
+                // Ends when the runtime (the sender) is gone and the queue is empty.
+                for item in dropped {
+                    let now_behind = counted.load(Ordering::Relaxed) > REAPER_BEHIND;
+                    if now_behind != behind {
+                        behind = now_behind;
+                        if behind {
+                            batch_priority();
+                        } else {
+                            lower_priority();
+                        }
+                    }
+                    drop(item);
+                    counted.fetch_sub(1, Ordering::Relaxed);
+                }
+            })?;
+        Ok(Reaper {
+            queue: Mutex::new(Some(queue)),
+            waiting,
+        })
+    }
+
+    /// Drops `item` on the reaper's thread (here, if the thread is gone).
+    pub fn drop_later(&self, item: impl Send + 'static) {
+        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(queue) = queue.as_ref() {
+            self.waiting
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // A send fails only when the thread has ended; the item is then dropped here.
+            if let Err(unsent) = queue.send(Box::new(item)) {
+                self.waiting
+                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                drop(unsent);
+            }
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread once it has dropped what is queued; nothing waits.
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+}
+
 /// The background lane: a runtime whose threads run at the lowest priority.
 pub(crate) struct Background {
     runtime: Option<tokio::runtime::Runtime>,
@@ -146,9 +229,9 @@ impl Background {
         }
         let mut computed = Duration::ZERO;
         let first_lane = std::future::poll_fn(|cx| {
-            let started = Instant::now();
+            let started = thread_cpu_time();
             let polled = work.as_mut().poll(cx);
-            computed += started.elapsed();
+            computed += thread_cpu_time().saturating_sub(started);
             match polled {
                 Poll::Ready(result) => Poll::Ready(Some(result)),
                 Poll::Pending if computed >= QUANTUM => Poll::Ready(None),
@@ -162,6 +245,32 @@ impl Background {
         tenants.mark_heavy(tenant);
         in_background(runtime, work).await
     }
+}
+
+/// The CPU time the calling thread has used. A call's quantum is counted in it, not in wall
+/// time: a short call whose thread the kernel preempted, or that waited for a page fault, has
+/// not computed, and counting that wait once moved a well-behaved tenant's trivial calls to the
+/// background for 10 s at a time whenever the machine was busy. Without a thread clock, wall
+/// time.
+fn thread_cpu_time() -> Duration {
+    #[cfg(unix)]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: the call writes into a local timespec that outlives it.
+        #[allow(unsafe_code)]
+        let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut now) };
+        if read == 0 {
+            return Duration::new(
+                u64::try_from(now.tv_sec).unwrap_or(0),
+                u32::try_from(now.tv_nsec).unwrap_or(0),
+            );
+        }
+    }
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
 }
 
 /// Runs the rest of `work` on the background lane.
@@ -211,9 +320,40 @@ fn lower_priority() {
     }
 }
 
+/// Makes the calling thread a batch thread at nice 19: Linux's `SCHED_BATCH`, whose threads
+/// never preempt another on waking, at the lowest weight of the normal policy (it keeps a core
+/// it runs on until its time slice ends). Where the policy cannot be set, nice 19 alone.
+fn batch_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: both calls take plain values and a pointer to a local that outlives the call; on
+    // Linux, pid 0 names the calling thread.
+    #[allow(unsafe_code)]
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_BATCH, &raw const param);
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reaper_drops_on_its_own_thread() {
+        struct Noted(std::sync::mpsc::Sender<String>);
+        impl Drop for Noted {
+            fn drop(&mut self) {
+                let thread = std::thread::current().name().unwrap_or("").to_owned();
+                let _ = self.0.send(thread);
+            }
+        }
+        let reaper = Reaper::start().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        reaper.drop_later(Noted(tx));
+        let thread = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(thread, "atrium-reaper");
+    }
 
     #[test]
     fn a_tenant_holds_at_most_its_share_and_gets_slots_back() {
@@ -258,6 +398,19 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(long, "atrium-background");
+        // Time off the core is not computing: a call whose thread waits (here it sleeps, as a
+        // preempted thread would) for longer than a quantum stays on the first lane.
+        let waited = background
+            .run(&tenants, "w", async move {
+                std::thread::sleep(QUANTUM * 4);
+                tokio::task::yield_now().await;
+                std::thread::sleep(QUANTUM * 4);
+                lane()
+            })
+            .await
+            .unwrap();
+        assert_ne!(waited, "atrium-background");
+        assert!(!tenants.is_heavy("w"));
         // The tenant's next calls start in the background, another tenant's do not.
         assert!(tenants.is_heavy("t"));
         let next = background
