@@ -208,3 +208,312 @@ fn http_bodies() {
             }
         });
 }
+
+/// A host's router with the app registry: a developer who published the `probe` test app
+/// (version 1.0.0, promoted) and tenant `shop` of an organization, whose admin installed it.
+struct Api {
+    runtime: tokio::runtime::Runtime,
+    state: atrium_server::HostState,
+    key: String,
+    dev: String,
+    admin: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Sends one request through the router: its status and body.
+async fn send(
+    state: &atrium_server::HostState,
+    request: axum::http::Request<axum::body::Body>,
+) -> (axum::http::StatusCode, String) {
+    use tower::ServiceExt;
+    let response = atrium_server::router(state.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn request(
+    method: &str,
+    path: &str,
+    credential: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> axum::http::Request<axum::body::Body> {
+    axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {credential}"))
+        .header("content-type", content_type)
+        .body(axum::body::Body::from(body))
+        .unwrap()
+}
+
+fn api_host() -> &'static Api {
+    static HOST: std::sync::OnceLock<Api> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let api = runtime.block_on(async {
+            let data = dir.path();
+            let store = atrium_store::Store::open_sqlite(data).await.unwrap();
+            let key = store.create_key("fuzz", "fuzz").await.unwrap().secret;
+            let developer = store
+                .create_developer(&atrium_store::NewDeveloper {
+                    email: "fuzz@example.com",
+                    login: "fuzz",
+                    publish_allowed: true,
+                    dev_tenant: None,
+                })
+                .await
+                .unwrap();
+            let issuer =
+                atrium_platform::identity::TokenIssuer::load_or_create(data, None).unwrap();
+            let dev = issuer
+                .issue(
+                    &developer.id,
+                    &developer.email,
+                    std::time::Duration::from_secs(24 * 3600),
+                )
+                .unwrap();
+            let identity = atrium_platform::identity::Identity::new(
+                atrium_platform::identity::TokenIssuer::load_or_create(data, None).unwrap(),
+                None,
+            );
+            let runtime = atrium_runtime::Runtime::new(atrium_runtime::RuntimeConfig {
+                cache_dir: Some(data.join("components")),
+                ..atrium_runtime::RuntimeConfig::default()
+            })
+            .unwrap();
+            let registry = atrium_platform::registry::Registry::new(
+                store.clone(),
+                atrium_platform::artifacts::Artifacts::local(&data.join("artifacts")).unwrap(),
+                runtime,
+                atrium_platform::sealing::SecretsKey::load_or_create(data, None).unwrap(),
+                data.join("bundles"),
+            );
+            let gateway =
+                atrium_inference::Gateway::new(atrium_inference::Catalog::builtin(), vec![]);
+            let retrieval = atrium_retrieval::Retrieval::open(
+                store.clone(),
+                atrium_inference::embed::Embedders::default(),
+                atrium_retrieval::RetrievalConfig::local(&data.join("rag")),
+            )
+            .await
+            .unwrap();
+            let state = atrium_server::HostState::new(store, gateway)
+                .with_retrieval(retrieval)
+                .with_registry(registry, identity);
+
+            // Publish, promote, a tenant admin, the install: each must succeed.
+            // The probe's own scopes are not the platform's; two of the catalogue's stand in.
+            let manifest = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
+                .unwrap()
+                .replace("probe.read", "tasks.read")
+                .replace("probe.write", "tasks.write")
+                .into_bytes();
+            let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+            let mut upload = Vec::new();
+            for (name, bytes) in [("manifest", &manifest), ("component", &component)] {
+                upload.extend_from_slice(
+                    format!("--fuzz\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
+                        .as_bytes(),
+                );
+                upload.extend_from_slice(bytes);
+                upload.extend_from_slice(b"\r\n");
+            }
+            upload.extend_from_slice(b"--fuzz--\r\n");
+            let steps = [
+                request(
+                    "POST",
+                    "/api/dev/apps/probe/versions",
+                    &dev,
+                    "multipart/form-data; boundary=fuzz",
+                    upload,
+                ),
+                request(
+                    "POST",
+                    "/api/dev/apps/probe/versions/1.0.0/promote",
+                    &dev,
+                    "application/json",
+                    Vec::new(),
+                ),
+                request(
+                    "POST",
+                    "/api/tenants/shop/tokens",
+                    &key,
+                    "application/json",
+                    br#"{"role": "admin"}"#.to_vec(),
+                ),
+            ];
+            let mut admin = String::new();
+            for step in steps {
+                let path = step.uri().path().to_owned();
+                let (status, body) = send(&state, step).await;
+                assert!(status.is_success(), "setup {path}: {status} {body}");
+                if path.ends_with("/tokens") {
+                    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+                    body["token"].as_str().unwrap().clone_into(&mut admin);
+                }
+            }
+            let (status, body) = send(
+                &state,
+                request(
+                    "POST",
+                    "/api/installs/probe/activate",
+                    &admin,
+                    "application/json",
+                    br#"{"granted_scopes": ["tasks.read", "tasks.write"]}"#.to_vec(),
+                ),
+            )
+            .await;
+            assert!(status.is_success(), "setup activate: {status} {body}");
+            (state, key, dev, admin)
+        });
+        Api {
+            runtime,
+            state: api.0,
+            key: api.1,
+            dev: api.2,
+            admin: api.3,
+            _dir: dir,
+        }
+    })
+}
+
+/// The request bodies of /api that need the registry: a developer's registrations, templates,
+/// bundles and secrets, a tenant admin's installs, settings, overrides, tool calls and
+/// integrations. Any bytes are answered with a status, never a panic, and never a 5xx.
+#[test]
+fn api_bodies() {
+    #[derive(Clone, Copy)]
+    enum Who {
+        Developer,
+        Admin,
+        Organization,
+    }
+    const ROUTES: [(&str, &str, &str, Who); 16] = [
+        (
+            "POST",
+            "/api/dev/preflight",
+            "application/json",
+            Who::Developer,
+        ),
+        (
+            "POST",
+            "/api/dev/apps/probe/versions",
+            "multipart/form-data; boundary=fuzz",
+            Who::Developer,
+        ),
+        (
+            "POST",
+            "/api/dev/apps/fuzzed/versions",
+            "multipart/form-data; boundary=fuzz",
+            Who::Developer,
+        ),
+        (
+            "POST",
+            "/api/dev/apps/probe/versions/1.0.0/defaults/templates",
+            "application/json",
+            Who::Developer,
+        ),
+        (
+            "PUT",
+            "/api/dev/apps/probe/versions/1.0.0/bundle",
+            "application/octet-stream",
+            Who::Developer,
+        ),
+        (
+            "PUT",
+            "/api/dev/apps/probe/secrets/FUZZ_KEY",
+            "application/json",
+            Who::Developer,
+        ),
+        (
+            "POST",
+            "/api/tenants/shop/tokens",
+            "application/json",
+            Who::Organization,
+        ),
+        (
+            "POST",
+            "/api/apps/probe/tools/echo",
+            "application/json",
+            Who::Admin,
+        ),
+        (
+            "PATCH",
+            "/api/installs/probe",
+            "application/json",
+            Who::Admin,
+        ),
+        (
+            "PUT",
+            "/api/installs/probe/secrets/FUZZ_KEY",
+            "application/json",
+            Who::Admin,
+        ),
+        (
+            "POST",
+            "/api/installs/probe/activate",
+            "application/json",
+            Who::Admin,
+        ),
+        (
+            "POST",
+            "/api/installs/probe/upgrade",
+            "application/json",
+            Who::Admin,
+        ),
+        (
+            "PATCH",
+            "/api/installs/probe/agents/fuzz",
+            "application/json",
+            Who::Admin,
+        ),
+        (
+            "PATCH",
+            "/api/installs/probe/workflows/fuzz",
+            "application/json",
+            Who::Admin,
+        ),
+        (
+            "PUT",
+            "/api/integrations/fuzz",
+            "application/json",
+            Who::Admin,
+        ),
+        ("POST", "/api/inbound/fuzz", "application/json", Who::Admin),
+    ];
+    api_host();
+    bolero::check!()
+        .with_max_len(16 * 1024)
+        .for_each(|bytes: &[u8]| {
+            let host = api_host();
+            let Some((&route, body)) = bytes.split_first() else {
+                return;
+            };
+            let (method, path, content_type, who) = ROUTES[usize::from(route) % ROUTES.len()];
+            let credential = match who {
+                Who::Developer => &host.dev,
+                Who::Admin => &host.admin,
+                Who::Organization => &host.key,
+            };
+            let (status, answer) = host.runtime.block_on(send(
+                &host.state,
+                request(method, path, credential, content_type, body.to_vec()),
+            ));
+            assert!(
+                !status.is_server_error(),
+                "{method} {path}: {status} {answer}"
+            );
+        });
+}
