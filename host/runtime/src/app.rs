@@ -565,23 +565,41 @@ impl App {
         inv: &Invocation,
     ) -> Result<(Store<CallState>, wasmtime::component::Instance), CallError> {
         let app = &self.inner;
-        let slot = app
-            .runtime
-            .tenants
-            .take(&inv.tenant_id, app.runtime.config.max_instances_per_tenant)?;
-        let mut store = crate::state::new_store(
-            &app.runtime,
-            &crate::state::VersionParts {
-                manifest: &app.manifest,
-                egress: &app.egress,
-                env: &app.env,
-            },
-            inv,
-        );
-        store.data_mut().tenant_slot = Some(slot);
-        match app.pre.instantiate_async(&mut store).await {
-            Ok(instance) => Ok((store, instance)),
-            Err(error) => Err(classify(error, store.data(), app.runtime.config.deadline)),
+        let reaper = &app.runtime.reaper;
+        // How long a call may wait for the reaper in all, however busy the pool.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        loop {
+            let slot = app
+                .runtime
+                .tenants
+                .take(&inv.tenant_id, app.runtime.config.max_instances_per_tenant)?;
+            let mut store = crate::state::new_store(
+                &app.runtime,
+                &crate::state::VersionParts {
+                    manifest: &app.manifest,
+                    egress: &app.egress,
+                    env: &app.env,
+                },
+                inv,
+            );
+            store.data_mut().tenant_slot = Some(slot);
+            let mark = reaper.drops();
+            match app.pre.instantiate_async(&mut store).await {
+                Ok(instance) => return Ok((store, instance)),
+                Err(error) => {
+                    let pool_full = error.is::<PoolConcurrencyLimitError>();
+                    let refused = classify(error, store.data(), app.runtime.config.deadline);
+                    drop(store);
+                    // A full pool whose slots are partly held by finished calls waiting for
+                    // the reaper is not full: the call waits (a second at most in all) for
+                    // the reaper to give one back.
+                    let left = until.saturating_duration_since(std::time::Instant::now());
+                    if pool_full && !left.is_zero() && reaper.progress(mark, left).await {
+                        continue;
+                    }
+                    return Err(refused);
+                }
+            }
         }
     }
 

@@ -124,10 +124,15 @@ pub const REAPER_BEHIND: usize = 16;
 /// When more than [`REAPER_BEHIND`] stores wait, it runs as a batch thread at nice 19 until it
 /// has caught up, so that a machine kept busy by normal work cannot leave pool slots unreturned.
 /// A store waits in its queue holding its pool slot and its tenant's share, so the queue is
-/// bounded by the pool.
+/// bounded by the pool; a call that finds the pool full while stores wait here waits for the
+/// reaper to give a slot back (at most a second in all) instead of being refused.
 pub(crate) struct Reaper {
     queue: Mutex<Option<std::sync::mpsc::Sender<Box<dyn Send>>>>,
     waiting: Arc<std::sync::atomic::AtomicUsize>,
+    /// Told after each drop.
+    dropped: Arc<tokio::sync::Notify>,
+    /// How many items it dropped so far.
+    drops: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Reaper {
@@ -137,6 +142,10 @@ impl Reaper {
         let (queue, dropped) = std::sync::mpsc::channel::<Box<dyn Send>>();
         let waiting = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = waiting.clone();
+        let dropped_one = Arc::new(tokio::sync::Notify::new());
+        let told = dropped_one.clone();
+        let drops = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let drops_counted = drops.clone();
         std::thread::Builder::new()
             .name("atrium-reaper".into())
             .spawn(move || {
@@ -155,12 +164,42 @@ impl Reaper {
                     }
                     drop(item);
                     counted.fetch_sub(1, Ordering::Relaxed);
+                    drops_counted.fetch_add(1, Ordering::Release);
+                    told.notify_waiters();
                 }
             })?;
         Ok(Reaper {
             queue: Mutex::new(Some(queue)),
             waiting,
+            dropped: dropped_one,
+            drops,
         })
+    }
+
+    /// How many items wait to be dropped.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many items it dropped so far: a mark for [`Reaper::progress`].
+    pub fn drops(&self) -> u64 {
+        self.drops.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether the reaper gave something back since `mark` (from [`Reaper::drops`]), waiting
+    /// for it at most `limit` while it still has items to drop.
+    pub async fn progress(&self, mark: u64, limit: Duration) -> bool {
+        let notified = self.dropped.notified();
+        tokio::pin!(notified);
+        // Registered before looking, so that a drop in between is not missed.
+        notified.as_mut().enable();
+        if self.drops() != mark {
+            return true;
+        }
+        if self.waiting() == 0 {
+            return false;
+        }
+        tokio::time::timeout(limit, notified).await.is_ok()
     }
 
     /// Drops `item` on the reaper's thread (here, if the thread is gone).
