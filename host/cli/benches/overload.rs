@@ -28,11 +28,12 @@
     missing_docs
 )]
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+mod support;
+use support::HostProcess;
 
 const KEYS: usize = 32;
 
@@ -73,81 +74,6 @@ fn upstream(delay: Duration) -> String {
         });
     });
     base
-}
-
-/// `atrium serve` as a child process, stopped (and killed if it must be) when dropped.
-struct HostProcess {
-    child: Child,
-    base: String,
-}
-
-impl HostProcess {
-    async fn start(data: &Path, upstream: &str) -> HostProcess {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = std::fs::File::create(data.join("host.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_atrium"))
-            .args(["serve", "--no-demo", "--addr", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(data)
-            .env_remove("ATRIUM_DATABASE_URL")
-            .env("ATRIUM_MISTRAL_API_KEY", "bench")
-            .env("ATRIUM_MISTRAL_BASE_URL", upstream)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let base = format!("http://127.0.0.1:{port}");
-        let client = reqwest::Client::new();
-        let started = Instant::now();
-        loop {
-            if let Ok(r) = client.get(format!("{base}/health")).send().await
-                && r.status().is_success()
-            {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the host did not start; see {}",
-                data.join("host.log").display()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        HostProcess { child, base }
-    }
-
-    /// The high-water mark of the host's resident memory, in MiB.
-    fn peak_rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            / 1024.0
-    }
-}
-
-impl Drop for HostProcess {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// What one request met.
@@ -332,7 +258,14 @@ fn main() {
             keys.push((key.secret, format!("tenant-{k}")));
         }
         drop(store);
-        let host = HostProcess::start(data.path(), &base).await;
+        let host = HostProcess::start(
+            data.path(),
+            &[
+                ("ATRIUM_MISTRAL_API_KEY", "bench"),
+                ("ATRIUM_MISTRAL_BASE_URL", base.as_str()),
+            ],
+        )
+        .await;
         // Warm the connections and the host's remembered keys.
         let warm = load(&host.base, endpoint, &keys, 200, 1).await;
         assert!(
@@ -352,6 +285,10 @@ fn main() {
                 tokio::time::sleep(Duration::from_secs(3)).await;
             }
         }
-        println!("host peak RSS: {:.1} MiB", host.peak_rss_mib());
+        println!(
+            "host peak RSS: {:.1} MiB",
+            host.rss().1 as f64 / 1024.0
+        );
+        host.stop();
     });
 }
