@@ -174,11 +174,7 @@ async fn load(
             }
         }));
     }
-    let mut samples = Vec::with_capacity(handles.len());
-    for h in handles {
-        samples.push(h.await.unwrap());
-    }
-    samples
+    support::join_all(handles).await
 }
 
 fn quantiles(mut latencies: Vec<Duration>) -> String {

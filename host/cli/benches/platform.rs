@@ -351,11 +351,7 @@ async fn load(
             }
         }));
     }
-    let mut out = Vec::with_capacity(handles.len());
-    for h in handles {
-        out.push(h.await.unwrap());
-    }
-    out
+    support::join_all(handles).await
 }
 
 /// Reports the latencies from due and from send, and the generator's lateness.

@@ -112,15 +112,24 @@ struct Http {
     _dir: tempfile::TempDir,
 }
 
-fn http_host() -> &'static Http {
-    static HOST: std::sync::OnceLock<Http> = std::sync::OnceLock::new();
-    HOST.get_or_init(|| {
+impl Http {
+    /// A host over a new temporary directory; `extend` adds to its state (given the runtime,
+    /// the directory, the store and the organization key) and makes what else it needs.
+    fn start<T>(
+        extend: impl FnOnce(
+            &tokio::runtime::Runtime,
+            &std::path::Path,
+            &atrium_store::Store,
+            &str,
+            atrium_server::HostState,
+        ) -> (atrium_server::HostState, T),
+    ) -> (Http, T) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let (state, key) = runtime.block_on(async {
+        let (store, state, key) = runtime.block_on(async {
             let store = atrium_store::Store::open_sqlite(dir.path()).await.unwrap();
             let key = store.create_key("fuzz", "fuzz").await.unwrap().secret;
             let gateway =
@@ -132,16 +141,24 @@ fn http_host() -> &'static Http {
             )
             .await
             .unwrap();
-            let state = atrium_server::HostState::new(store, gateway).with_retrieval(retrieval);
-            (state, key)
+            let state =
+                atrium_server::HostState::new(store.clone(), gateway).with_retrieval(retrieval);
+            (store, state, key)
         });
-        Http {
+        let (state, more) = extend(&runtime, dir.path(), &store, &key, state);
+        let host = Http {
             runtime,
             state,
             key,
             _dir: dir,
-        }
-    })
+        };
+        (host, more)
+    }
+}
+
+fn http_host() -> &'static Http {
+    static HOST: std::sync::OnceLock<Http> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| Http::start(|_, _, _, _, state| (state, ())).0)
 }
 
 /// The request bodies of /v1 and the organization's /api: any bytes, as JSON or as an upload,
@@ -196,12 +213,9 @@ fn http_bodies() {
 /// A host's router with the app registry: a developer who published the `probe` test app
 /// (version 1.0.0, promoted) and tenant `shop` of an organization, whose admin installed it.
 struct Api {
-    runtime: tokio::runtime::Runtime,
-    state: atrium_server::HostState,
-    key: String,
+    http: Http,
     dev: String,
     admin: String,
-    _dir: tempfile::TempDir,
 }
 
 /// Sends one request through the router: its status and body.
@@ -241,135 +255,113 @@ fn request(
 fn api_host() -> &'static Api {
     static HOST: std::sync::OnceLock<Api> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let api = runtime.block_on(async {
-            let data = dir.path();
-            let store = atrium_store::Store::open_sqlite(data).await.unwrap();
-            let key = store.create_key("fuzz", "fuzz").await.unwrap().secret;
-            let developer = store
-                .create_developer(&atrium_store::NewDeveloper {
-                    email: "fuzz@example.com",
-                    login: "fuzz",
-                    publish_allowed: true,
-                    dev_tenant: None,
-                })
-                .await
-                .unwrap();
-            let issuer =
-                atrium_platform::identity::TokenIssuer::load_or_create(data, None).unwrap();
-            let dev = issuer
-                .issue(
-                    &developer.id,
-                    &developer.email,
-                    std::time::Duration::from_secs(24 * 3600),
-                )
-                .unwrap();
-            let identity = atrium_platform::identity::Identity::new(
-                atrium_platform::identity::TokenIssuer::load_or_create(data, None).unwrap(),
-                None,
-            );
-            let runtime = atrium_runtime::Runtime::new(atrium_runtime::RuntimeConfig {
-                cache_dir: Some(data.join("components")),
-                ..atrium_runtime::RuntimeConfig::default()
-            })
-            .unwrap();
-            let registry = atrium_platform::registry::Registry::new(
-                store.clone(),
-                atrium_platform::artifacts::Artifacts::local(&data.join("artifacts")).unwrap(),
-                runtime,
-                atrium_platform::sealing::SecretsKey::load_or_create(data, None).unwrap(),
-                data.join("bundles"),
-            );
-            let gateway =
-                atrium_inference::Gateway::new(atrium_inference::Catalog::builtin(), vec![]);
-            let retrieval = atrium_retrieval::Retrieval::open(
-                store.clone(),
-                atrium_inference::embed::Embedders::default(),
-                atrium_retrieval::RetrievalConfig::local(&data.join("rag")),
-            )
-            .await
-            .unwrap();
-            let state = atrium_server::HostState::new(store, gateway)
-                .with_retrieval(retrieval)
-                .with_registry(registry, identity);
-
-            // Publish, promote, a tenant admin, the install: each must succeed.
-            // The probe's own scopes are not the platform's; two of the catalogue's stand in.
-            let manifest = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
-                .unwrap()
-                .replace("probe.read", "tasks.read")
-                .replace("probe.write", "tasks.write")
-                .into_bytes();
-            let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
-            let mut upload = Vec::new();
-            for (name, bytes) in [("manifest", &manifest), ("component", &component)] {
-                upload.extend_from_slice(
-                    format!("--fuzz\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
-                        .as_bytes(),
+        let (http, (dev, admin)) = Http::start(|runtime, data, store, key, state| {
+            runtime.block_on(async {
+                let developer = store
+                    .create_developer(&atrium_store::NewDeveloper {
+                        email: "fuzz@example.com",
+                        login: "fuzz",
+                        publish_allowed: true,
+                        dev_tenant: None,
+                    })
+                    .await
+                    .unwrap();
+                let issuer =
+                    atrium_platform::identity::TokenIssuer::load_or_create(data, None).unwrap();
+                let dev = issuer
+                    .issue(
+                        &developer.id,
+                        &developer.email,
+                        std::time::Duration::from_secs(24 * 3600),
+                    )
+                    .unwrap();
+                let identity = atrium_platform::identity::Identity::new(
+                    atrium_platform::identity::TokenIssuer::load_or_create(data, None).unwrap(),
+                    None,
                 );
-                upload.extend_from_slice(bytes);
-                upload.extend_from_slice(b"\r\n");
-            }
-            upload.extend_from_slice(b"--fuzz--\r\n");
-            let steps = [
-                request(
-                    "POST",
-                    "/api/dev/apps/probe/versions",
-                    &dev,
-                    "multipart/form-data; boundary=fuzz",
-                    upload,
-                ),
-                request(
-                    "POST",
-                    "/api/dev/apps/probe/versions/1.0.0/promote",
-                    &dev,
-                    "application/json",
-                    Vec::new(),
-                ),
-                request(
-                    "POST",
-                    "/api/tenants/shop/tokens",
-                    &key,
-                    "application/json",
-                    br#"{"role": "admin"}"#.to_vec(),
-                ),
-            ];
-            let mut admin = String::new();
-            for step in steps {
-                let path = step.uri().path().to_owned();
-                let (status, body) = send(&state, step).await;
-                assert!(status.is_success(), "setup {path}: {status} {body}");
-                if path.ends_with("/tokens") {
-                    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
-                    body["token"].as_str().unwrap().clone_into(&mut admin);
+                let components = atrium_runtime::Runtime::new(atrium_runtime::RuntimeConfig {
+                    cache_dir: Some(data.join("components")),
+                    ..atrium_runtime::RuntimeConfig::default()
+                })
+                .unwrap();
+                let registry = atrium_platform::registry::Registry::new(
+                    store.clone(),
+                    atrium_platform::artifacts::Artifacts::local(&data.join("artifacts")).unwrap(),
+                    components,
+                    atrium_platform::sealing::SecretsKey::load_or_create(data, None).unwrap(),
+                    data.join("bundles"),
+                );
+                let state = state.with_registry(registry, identity);
+
+                // Publish, promote, a tenant admin, the install: each must succeed.
+                // The probe's own scopes are not the platform's; two of the catalogue's stand in.
+                let manifest = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
+                    .unwrap()
+                    .replace("probe.read", "tasks.read")
+                    .replace("probe.write", "tasks.write")
+                    .into_bytes();
+                let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+                let mut upload = Vec::new();
+                for (name, bytes) in [("manifest", &manifest), ("component", &component)] {
+                    upload.extend_from_slice(
+                        format!(
+                            "--fuzz\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    );
+                    upload.extend_from_slice(bytes);
+                    upload.extend_from_slice(b"\r\n");
                 }
-            }
-            let (status, body) = send(
-                &state,
-                request(
-                    "POST",
-                    "/api/installs/probe/activate",
-                    &admin,
-                    "application/json",
-                    br#"{"granted_scopes": ["tasks.read", "tasks.write"]}"#.to_vec(),
-                ),
-            )
-            .await;
-            assert!(status.is_success(), "setup activate: {status} {body}");
-            (state, key, dev, admin)
+                upload.extend_from_slice(b"--fuzz--\r\n");
+                let steps = [
+                    request(
+                        "POST",
+                        "/api/dev/apps/probe/versions",
+                        &dev,
+                        "multipart/form-data; boundary=fuzz",
+                        upload,
+                    ),
+                    request(
+                        "POST",
+                        "/api/dev/apps/probe/versions/1.0.0/promote",
+                        &dev,
+                        "application/json",
+                        Vec::new(),
+                    ),
+                    request(
+                        "POST",
+                        "/api/tenants/shop/tokens",
+                        key,
+                        "application/json",
+                        br#"{"role": "admin"}"#.to_vec(),
+                    ),
+                ];
+                let mut admin = String::new();
+                for step in steps {
+                    let path = step.uri().path().to_owned();
+                    let (status, body) = send(&state, step).await;
+                    assert!(status.is_success(), "setup {path}: {status} {body}");
+                    if path.ends_with("/tokens") {
+                        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+                        body["token"].as_str().unwrap().clone_into(&mut admin);
+                    }
+                }
+                let (status, body) = send(
+                    &state,
+                    request(
+                        "POST",
+                        "/api/installs/probe/activate",
+                        &admin,
+                        "application/json",
+                        br#"{"granted_scopes": ["tasks.read", "tasks.write"]}"#.to_vec(),
+                    ),
+                )
+                .await;
+                assert!(status.is_success(), "setup activate: {status} {body}");
+                (state, (dev, admin))
+            })
         });
-        Api {
-            runtime,
-            state: api.0,
-            key: api.1,
-            dev: api.2,
-            admin: api.3,
-            _dir: dir,
-        }
+        Api { http, dev, admin }
     })
 }
 
@@ -489,10 +481,10 @@ fn api_bodies() {
             let credential = match who {
                 Who::Developer => &host.dev,
                 Who::Admin => &host.admin,
-                Who::Organization => &host.key,
+                Who::Organization => &host.http.key,
             };
-            let (status, answer) = host.runtime.block_on(send(
-                &host.state,
+            let (status, answer) = host.http.runtime.block_on(send(
+                &host.http.state,
                 request(method, path, credential, content_type, body.to_vec()),
             ));
             assert!(

@@ -127,7 +127,7 @@ pub const REAPER_BEHIND: usize = 16;
 /// bounded by the pool; a call that finds the pool full while stores wait here waits for the
 /// reaper to give a slot back (at most a second in all) instead of being refused.
 pub(crate) struct Reaper {
-    queue: Mutex<Option<std::sync::mpsc::Sender<Box<dyn Send>>>>,
+    queue: Option<std::sync::mpsc::Sender<Box<dyn Send>>>,
     waiting: Arc<std::sync::atomic::AtomicUsize>,
     /// Told after each drop.
     dropped: Arc<tokio::sync::Notify>,
@@ -169,7 +169,7 @@ impl Reaper {
                 }
             })?;
         Ok(Reaper {
-            queue: Mutex::new(Some(queue)),
+            queue: Some(queue),
             waiting,
             dropped: dropped_one,
             drops,
@@ -204,8 +204,7 @@ impl Reaper {
 
     /// Drops `item` on the reaper's thread (here, if the thread is gone).
     pub fn drop_later(&self, item: impl Send + 'static) {
-        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(queue) = queue.as_ref() {
+        if let Some(queue) = &self.queue {
             self.waiting
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             // A send fails only when the thread has ended; the item is then dropped here.
@@ -221,10 +220,7 @@ impl Reaper {
 impl Drop for Reaper {
     fn drop(&mut self) {
         // Closing the queue ends the thread once it has dropped what is queued; nothing waits.
-        self.queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        self.queue.take();
     }
 }
 

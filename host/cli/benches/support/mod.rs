@@ -96,3 +96,12 @@ impl Drop for HostProcess {
         let _ = self.child.wait();
     }
 }
+
+/// Waits for every task of a load, in order: their results.
+pub async fn join_all<T>(handles: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
