@@ -191,7 +191,10 @@ pub async fn serve(
         .retrieval
         .clone()
         .map(|retrieval| retrieval.spawn_upkeep(stopped));
-    let served = axum::serve(listener, router(state.clone()))
+    // Every request carries its connection, for the shedding of requests that waited unread.
+    let routes =
+        router(state.clone()).into_make_service_with_connect_info::<overload::Connection>();
+    let served = axum::serve(listener, routes)
         .with_graceful_shutdown(shutdown)
         .await;
     runner.abort();

@@ -8,10 +8,17 @@
 //!   so a client cannot spend another tenant's budget by naming it, and an unauthenticated
 //!   flood is left to the global limits.
 //! - **503 `overloaded`**: the host as a whole is past its capacity: more requests in flight
-//!   than `max_in_flight`, or requests waiting longer than `max_queue_delay` to be scheduled
-//!   (the delay a probe task measures on the runtime every few milliseconds: the queue every
-//!   request waits in when the cores are saturated). Shed requests are not logged one by one;
-//!   one warning every ten seconds counts them.
+//!   than `max_in_flight`, or a request that waited longer than `max_queue_delay` before the
+//!   host read it. Two measures of that wait, either of which sheds:
+//!   - the request's own: how long its bytes sat in the kernel's socket buffer (`TCP_INFO`'s
+//!     time since the connection last received data, or since the connection's previous answer
+//!     left when that is sooner, so a pipelined request does not count its wait behind the one
+//!     before it). This is where the queue of a saturated host actually grows: in the accept
+//!     queue and in sockets that are readable but not yet read, where the runtime cannot see it;
+//!   - the runtime's: how late a probe task that asked to wake after a few milliseconds is
+//!     polled (the queue of tasks that are ready but wait for a core).
+//!
+//!   Shed requests are not logged one by one; one warning every ten seconds counts them.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -19,9 +26,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::IncomingStream;
 
 use crate::{ApiError, HostState};
 
@@ -44,7 +53,8 @@ pub struct Limits {
     pub per_tenant: Option<Rate>,
     /// Requests in flight on the host (`ATRIUM_MAX_IN_FLIGHT`).
     pub max_in_flight: usize,
-    /// The longest a ready request may wait for a core (`ATRIUM_MAX_QUEUE_DELAY_MS`).
+    /// The longest a request may wait before the host reads it, or a ready request for a core
+    /// (`ATRIUM_MAX_QUEUE_DELAY_MS`).
     pub max_queue_delay: Duration,
 }
 
@@ -284,8 +294,17 @@ impl Limiter {
         Ok(())
     }
 
-    /// Whether a new request is shed, and why.
-    fn shed_reason(&self) -> Option<String> {
+    /// Whether a new request that waited `waited` before the host read it is shed, and why.
+    fn shed_reason(&self, waited: Option<Duration>) -> Option<String> {
+        if let Some(waited) = waited
+            && waited > self.limits.max_queue_delay
+        {
+            return Some(format!(
+                "the host is overloaded: this request waited {} ms before the host could read it (the limit is {} ms)",
+                waited.as_millis(),
+                self.limits.max_queue_delay.as_millis()
+            ));
+        }
         let delay = Duration::from_micros(self.queue_delay_us.load(Ordering::Relaxed));
         if delay > self.limits.max_queue_delay {
             return Some(format!(
@@ -352,6 +371,78 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// A request's connection, as `atrium_server::serve` records it for every request (a
+/// [`ConnectInfo`]): its socket, to ask the kernel how long the request's bytes waited there
+/// unread, and when the connection's previous answer left.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    socket: Option<std::os::fd::RawFd>,
+    answered: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for Connection {
+    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+        use std::os::fd::AsRawFd;
+        Connection {
+            socket: Some(stream.io().as_raw_fd()),
+            answered: Arc::default(),
+        }
+    }
+}
+
+impl Connection {
+    /// How long the request now being read waited before the host read it: the time since the
+    /// connection last received data, or since its previous answer left if that is sooner.
+    /// Called while the connection serves the request, so the socket is still the connection's.
+    fn waited(&self) -> Option<Duration> {
+        let unread = self.socket.and_then(unread_for)?;
+        let since_answer = self
+            .answered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map(|at| at.elapsed());
+        Some(since_answer.map_or(unread, |since| since.min(unread)))
+    }
+
+    fn answered_now(&self) {
+        *self.answered.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+}
+
+/// The time since the TCP socket `fd` last received data, by the kernel's clock (`TCP_INFO`,
+/// `tcpi_last_data_recv`, in milliseconds); none if the kernel does not say.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn unread_for(fd: std::os::fd::RawFd) -> Option<Duration> {
+    let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
+    let size = std::mem::size_of::<libc::tcp_info>();
+    let mut len = libc::socklen_t::try_from(size).ok()?;
+    // SAFETY: `info` is a writable buffer of `len` bytes that outlives the call; the kernel
+    // writes at most `len` bytes to it and says how many in `len`. A descriptor that is not a
+    // TCP socket fails the call and is answered with none.
+    let read = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &raw mut len,
+        )
+    };
+    let filled = usize::try_from(len).ok()?;
+    if read != 0 || filled < std::mem::offset_of!(libc::tcp_info, tcpi_last_data_recv) + 4 {
+        return None;
+    }
+    // SAFETY: zeroed, then filled by the kernel: every field is an integer.
+    let info = unsafe { info.assume_init() };
+    Some(Duration::from_millis(u64::from(info.tcpi_last_data_recv)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unread_for(_fd: std::os::fd::RawFd) -> Option<Duration> {
+    None
+}
+
 /// The global limits, around every route but `/health`: a request past them is answered
 /// 503 at once, before its body is read.
 pub async fn shed(State(state): State<HostState>, request: Request, next: Next) -> Response {
@@ -359,13 +450,25 @@ pub async fn shed(State(state): State<HostState>, request: Request, next: Next) 
     if request.uri().path() == "/health" {
         return next.run(request).await;
     }
-    if let Some(reason) = limiter.shed_reason() {
+    let connection = request
+        .extensions()
+        .get::<ConnectInfo<Connection>>()
+        .map(|info| info.0.clone());
+    let waited = connection.as_ref().and_then(Connection::waited);
+    if let Some(reason) = limiter.shed_reason(waited) {
         limiter.shed.fetch_add(1, Ordering::Relaxed);
+        if let Some(connection) = &connection {
+            connection.answered_now();
+        }
         return ApiError::overloaded(reason, 1).into_response();
     }
     limiter.in_flight.fetch_add(1, Ordering::Relaxed);
     let _counted = InFlight(&limiter.in_flight);
-    next.run(request).await
+    let response = next.run(request).await;
+    if let Some(connection) = &connection {
+        connection.answered_now();
+    }
+    response
 }
 
 #[cfg(test)]
@@ -436,13 +539,49 @@ mod tests {
             max_in_flight: 2,
             ..Limits::default()
         });
-        assert_eq!(limiter.shed_reason(), None);
+        assert_eq!(limiter.shed_reason(None), None);
         limiter.queue_delay_us.store(250_000, Ordering::Relaxed);
-        let reason = limiter.shed_reason().unwrap();
+        let reason = limiter.shed_reason(None).unwrap();
         assert!(reason.contains("wait 250 ms"), "{reason}");
         limiter.queue_delay_us.store(0, Ordering::Relaxed);
         limiter.in_flight.store(2, Ordering::Relaxed);
-        let reason = limiter.shed_reason().unwrap();
+        let reason = limiter.shed_reason(None).unwrap();
         assert!(reason.contains("2 requests are in flight"), "{reason}");
+        limiter.in_flight.store(0, Ordering::Relaxed);
+        // A request's own wait: up to the limit it is served, past it shed.
+        let limit = limiter.limits().max_queue_delay;
+        assert_eq!(limiter.shed_reason(Some(limit)), None);
+        let reason = limiter
+            .shed_reason(Some(limit + Duration::from_millis(1)))
+            .unwrap();
+        assert!(
+            reason.contains("waited 201 ms before the host could read it"),
+            "{reason}"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_kernel_says_how_long_a_sockets_bytes_waited_unread() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let connection = Connection {
+            socket: Some(server.as_raw_fd()),
+            answered: Arc::default(),
+        };
+        let waited = connection.waited().unwrap();
+        // The kernel's clock ticks in jiffies (at least 100 a second).
+        assert!(waited >= Duration::from_millis(290), "{waited:?}");
+        // Once the connection's previous answer left, the wait counts from then.
+        connection.answered_now();
+        assert!(connection.waited().unwrap() < waited);
+        // A descriptor that is not a TCP socket is answered with none.
+        let file = std::fs::File::open("/dev/null").unwrap();
+        assert_eq!(unread_for(file.as_raw_fd()), None);
     }
 }

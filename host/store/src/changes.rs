@@ -201,7 +201,7 @@ impl Store {
         let stale = !self.feed.fresh();
         let started = self.feed.since_born();
         let Some(last) = *applied else {
-            let head: i64 = on_pool!(self, pool => {
+            let head: i64 = on_pool!(pool: self.feed_pool, pool => {
                 sqlx::query_scalar("SELECT seq FROM change_head WHERE id = 1").fetch_one(pool).await?
             });
             *applied = Some(head);
@@ -211,14 +211,14 @@ impl Store {
         };
         // The head first: every change numbered up to it is committed (a change's row and its
         // number are written in one transaction), so the rows up to it must all be there.
-        let head: i64 = on_pool!(self, pool => {
+        let head: i64 = on_pool!(pool: self.feed_pool, pool => {
             sqlx::query_scalar("SELECT seq FROM change_head WHERE id = 1").fetch_one(pool).await?
         });
         let mut last = last;
         let mut read = 0;
         let mut gap = false;
         while !stale && last < head && !gap {
-            let rows: Vec<(i64, String)> = on_pool!(self, pool => {
+            let rows: Vec<(i64, String)> = on_pool!(pool: self.feed_pool, pool => {
                 sqlx::query(
                     "SELECT seq, change FROM changes WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3",
                 )

@@ -109,6 +109,12 @@ pub(crate) enum Pool {
 /// Runs the same query code on whichever pool is open: `$pool` is bound to the concrete pool
 /// in each arm, so the code is type-checked against both drivers.
 macro_rules! on_pool {
+    (pool: $of:expr, $pool:ident => $body:expr) => {
+        match &$of {
+            $crate::Pool::Sqlite($pool) => $body,
+            $crate::Pool::Postgres($pool) => $body,
+        }
+    };
     ($store:expr, $pool:ident => $body:expr) => {
         match &$store.pool {
             $crate::Pool::Sqlite($pool) => $body,
@@ -151,6 +157,10 @@ impl WriteTransaction for PgPool {
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
+    /// One connection of its own for the change feed's poller: under load every connection of
+    /// `pool` may be taken, and a poll that waits behind the requests makes every cache stale,
+    /// which sends every request to the database (docs/platform.md, "What a host remembers").
+    pub(crate) feed_pool: Pool,
     /// The caches over this store, and how the change feed's polls went.
     pub(crate) feed: std::sync::Arc<changes::Feed>,
 }
@@ -181,9 +191,17 @@ impl Store {
             .busy_timeout(std::time::Duration::from_secs(10));
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            .connect_with(options.clone())
+            .await?;
+        let store = Self::migrated(Pool::Sqlite(pool)).await?;
+        let feed_pool = SqlitePoolOptions::new()
+            .max_connections(1)
             .connect_with(options)
             .await?;
-        Self::migrated(Pool::Sqlite(pool)).await
+        Ok(Store {
+            feed_pool: Pool::Sqlite(feed_pool),
+            ..store
+        })
     }
 
     /// Opens a database by URL: `postgres://...` or `sqlite://path`.
@@ -199,8 +217,18 @@ impl Store {
                 .acquire_timeout(std::time::Duration::from_secs(10))
                 .connect(url)
                 .await
+                .map_err(&open_error)?;
+            let store = Self::migrated(Pool::Postgres(pool)).await?;
+            let feed_pool = PgPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(std::time::Duration::from_secs(10))
+                .connect(url)
+                .await
                 .map_err(open_error)?;
-            return Self::migrated(Pool::Postgres(pool)).await;
+            return Ok(Store {
+                feed_pool: Pool::Postgres(feed_pool),
+                ..store
+            });
         }
         if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url).map_err(&open_error)?;
@@ -220,6 +248,7 @@ impl Store {
             Pool::Postgres(p) => MIGRATOR.run(p).await?,
         }
         Ok(Store {
+            feed_pool: pool.clone(),
             pool,
             feed: std::sync::Arc::default(),
         })
@@ -236,6 +265,7 @@ impl Store {
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         on_pool!(self, pool => pool.close().await);
+        on_pool!(pool: self.feed_pool, pool => pool.close().await);
     }
 }
 

@@ -93,6 +93,11 @@ const PER_TENANT: &str = "SELECT t.id AS tenant_id, t.name, t.external_id, \
   FROM tenants t LEFT JOIN usage_records u ON u.org_id = t.org_id AND u.tenant_id = t.id \
  WHERE t.org_id = $1";
 
+/// Rows one statement inserts at most: a batch of usage is a few statements, not two round
+/// trips to the database per record. 128 rows of 12 parameters stay far below the limits of
+/// both databases (SQLite 32,766 parameters, PostgreSQL 65,535).
+const ROWS_PER_INSERT: usize = 128;
+
 impl Store {
     /// Records one metered call (and creates its tenant on first use), atomically.
     pub async fn record_usage(&self, record: &UsageRecord) -> Result<()> {
@@ -112,36 +117,49 @@ impl Store {
             .iter()
             .map(|_| random_hex(12).map(|h| format!("use_{h}")))
             .collect::<Result<_>>()?;
+        // Each tenant once, in one order (two hosts writing the same tenants never wait on
+        // each other's row locks in a cycle).
+        let mut tenants: Vec<(&str, &str)> = records
+            .iter()
+            .map(|r| (r.org_id.as_str(), r.tenant_id.as_str()))
+            .collect();
+        tenants.sort_unstable();
+        tenants.dedup();
+        let rows: Vec<(&UsageRecord, &String)> = records.iter().zip(&ids).collect();
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
-            for (record, id) in records.iter().zip(&ids) {
-                sqlx::query(
-                    "INSERT INTO tenants (org_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
-                     ON CONFLICT (org_id, id) DO NOTHING",
-                )
-                .bind(&record.org_id)
-                .bind(&record.tenant_id)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(
+            for chunk in tenants.chunks(ROWS_PER_INSERT) {
+                let mut insert =
+                    sqlx::QueryBuilder::new("INSERT INTO tenants (org_id, id, created_at, updated_at) ");
+                insert.push_values(chunk, |mut row, (org_id, tenant_id)| {
+                    row.push_bind(*org_id)
+                        .push_bind(*tenant_id)
+                        .push_bind(now)
+                        .push_bind(now);
+                });
+                insert.push(" ON CONFLICT (org_id, id) DO NOTHING");
+                insert.build().execute(&mut *tx).await?;
+            }
+            for chunk in rows.chunks(ROWS_PER_INSERT) {
+                let mut insert = sqlx::QueryBuilder::new(
                     "INSERT INTO usage_records (id, org_id, tenant_id, kind, provider, model, prompt_tokens, \
-                     completion_tokens, cost_micros, batch, created_at, app_slug) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-                )
-                .bind(id)
-                .bind(&record.org_id)
-                .bind(&record.tenant_id)
-                .bind(&record.kind)
-                .bind(&record.provider)
-                .bind(&record.model)
-                .bind(record.prompt_tokens)
-                .bind(record.completion_tokens)
-                .bind(record.cost_micros)
-                .bind(i64::from(record.batch))
-                .bind(now)
-                .bind(&record.app_slug)
-                .execute(&mut *tx)
-                .await?;
+                     completion_tokens, cost_micros, batch, created_at, app_slug) ",
+                );
+                insert.push_values(chunk, |mut row, (record, id)| {
+                    row.push_bind(id.as_str())
+                        .push_bind(record.org_id.as_str())
+                        .push_bind(record.tenant_id.as_str())
+                        .push_bind(record.kind.as_str())
+                        .push_bind(record.provider.as_str())
+                        .push_bind(record.model.as_str())
+                        .push_bind(record.prompt_tokens)
+                        .push_bind(record.completion_tokens)
+                        .push_bind(record.cost_micros)
+                        .push_bind(i64::from(record.batch))
+                        .push_bind(now)
+                        .push_bind(record.app_slug.as_deref());
+                });
+                insert.build().execute(&mut *tx).await?;
             }
             tx.commit().await?;
         });

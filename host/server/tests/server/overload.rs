@@ -189,3 +189,82 @@ async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_r
     models_until(&client, &base, &key.secret, StatusCode::OK).await;
     host.stop().await;
 }
+
+/// Writes `request` on a new connection from a thread of its own and reads the whole answer;
+/// `written` hears when the bytes are out.
+fn raw_exchange(
+    addr: String,
+    request: String,
+    written: std::sync::mpsc::Sender<()>,
+) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        written.send(()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    })
+}
+
+#[tokio::test]
+async fn a_request_that_waited_unread_past_the_limit_is_shed_and_a_pipelined_one_is_not() {
+    let (store, _dir) = stores().await.remove(0);
+    let fakes = crate::chat::Fakes::new();
+    fakes.slow("ovh");
+    let limits = Limits {
+        max_queue_delay: Duration::from_millis(100),
+        ..Limits::default()
+    };
+    let gateway = crate::chat::gateway(&fakes).await;
+    let host =
+        Host::start(atrium_server::HostState::new(store.clone(), gateway).with_limits(limits))
+            .await;
+    let base = host.base().to_owned();
+    let addr = base.trim_start_matches("http://").to_owned();
+    let key = store.create_key(&unique("acme"), "ops").await.unwrap();
+    assert_eq!(models(&base, &key.secret, "shop").await.0, StatusCode::OK);
+
+    // The host runs on this test's only thread: while it sleeps, a request's bytes arrive and
+    // wait unread for 300 ms, as they do in the socket buffers of a host whose cores are all busy.
+    let models_request = format!(
+        "GET /v1/models HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\nconnection: close\r\n\r\n",
+        key.secret
+    );
+    let (written, out) = std::sync::mpsc::channel();
+    let client = raw_exchange(addr.clone(), models_request.clone(), written);
+    out.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let answer = tokio::task::spawn_blocking(move || client.join().unwrap())
+        .await
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("retry-after: 1\r\n"), "{answer}");
+    assert!(answer.contains(r#""code":"overloaded""#), "{answer}");
+    assert!(
+        answer.contains("before the host could read it (the limit is 100 ms)"),
+        "{answer}"
+    );
+    // The next request, read at once, is served.
+    assert_eq!(models(&base, &key.secret, "shop").await.0, StatusCode::OK);
+
+    // Two requests pipelined on one connection: the second waits 400 ms behind the first (the
+    // upstream is slow), which is not the host's queue: both are answered.
+    let chat = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
+    let pipelined = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{chat}{models_request}",
+        key.secret,
+        chat.len()
+    );
+    let (written, out) = std::sync::mpsc::channel();
+    let client = raw_exchange(addr, pipelined, written);
+    out.recv().unwrap();
+    let answer = tokio::task::spawn_blocking(move || client.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(answer.matches("HTTP/1.1 200").count(), 2, "{answer}");
+    assert!(answer.contains("ovh says hi"), "{answer}");
+    assert_eq!(fakes.calls("ovh"), 1);
+    host.stop().await;
+}
