@@ -17,9 +17,12 @@
 //! `ATRIUM_BENCH_RATES` (default `500,1000,2000,4000`) are the rates, `ATRIUM_BENCH_UPSTREAM_MS`
 //! (default 0) the fake upstream's answer time (it runs on two threads of its own), and
 //! `ATRIUM_BENCH_ENDPOINT=embeddings` sends embeddings by the built-in lexical embedder instead
-//! of chat completions: the host's own work, with no upstream in the loop. Latency counts from the moment a request was
-//! due (the generator's lateness included: a host that falls behind cannot hide it) and from
-//! the moment it was sent. A request the client gives up on after 30 s counts as a timeout.
+//! of chat completions: the host's own work, with no upstream in the loop.
+//! `ATRIUM_BENCH_HOST_NICE` (default 0) runs the host at that scheduling priority, below the
+//! tool's, so that the tool, which stands for clients elsewhere, is not the one starved of the
+//! cores. Latency counts from the moment a request was due (the generator's lateness included:
+//! a host that falls behind cannot hide it) and from the moment it was sent. A request the
+//! client gives up on after 30 s counts as a timeout.
 #![allow(
     clippy::expect_used,
     clippy::unwrap_used,
@@ -235,6 +238,7 @@ fn main() {
         Ok("chat") | Err(_) => Endpoint::Chat,
         Ok(other) => panic!("ATRIUM_BENCH_ENDPOINT: `chat` or `embeddings`, not `{other}`"),
     };
+    let nice = u8::try_from(env_number("ATRIUM_BENCH_HOST_NICE", 0).min(19)).unwrap();
     let base = upstream(Duration::from_millis(upstream_ms));
     // The generator's own runtime: two workers, as many as the machine has cores.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -260,6 +264,7 @@ fn main() {
                 ("ATRIUM_MISTRAL_API_KEY", "bench"),
                 ("ATRIUM_MISTRAL_BASE_URL", base.as_str()),
             ],
+            nice,
         )
         .await;
         // Warm the connections and the host's remembered keys.
@@ -270,7 +275,7 @@ fn main() {
             data.path().join("host.log").display()
         );
         println!(
-            "atrium serve ({} build), fake upstream answering in {upstream_ms} ms, {seconds} s per rate",
+            "atrium serve ({} build, nice {nice}), fake upstream answering in {upstream_ms} ms, {seconds} s per rate",
             if cfg!(debug_assertions) { "dev" } else { "release" }
         );
         for (scenario, keys) in [("one key", &keys[..1]), ("many keys", &keys[..])] {

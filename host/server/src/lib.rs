@@ -180,7 +180,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let runner = tokio::spawn(batches::run(state.clone()));
-    let feed = tokio::spawn(state.store.clone().watch_changes());
+    let feed = state.store.clone().watch_changes_apart()?;
     let scheduler = state
         .serving
         .clone()
@@ -198,7 +198,7 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await;
     runner.abort();
-    feed.abort();
+    drop(feed);
     if let Some(scheduler) = scheduler {
         scheduler.abort();
     }

@@ -308,6 +308,39 @@ impl Store {
     }
 }
 
+/// The change feed's poller on a thread and Tokio runtime of its own
+/// ([`Store::watch_changes_apart`]); dropping it stops the poller.
+#[derive(Debug)]
+pub struct ChangeWatcher {
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Store {
+    /// Polls the change feed as [`Store::watch_changes`] does, on a thread and runtime of its
+    /// own, until the returned watcher is dropped. A host's runtime under load has thousands of
+    /// tasks ready; a poll that queued behind them on every step would be late by a second,
+    /// which turns every cache off and sends every request to the database, the load that made
+    /// the poll late. Apart, a poll waits only for the database and for the kernel to give its
+    /// thread a core.
+    pub fn watch_changes_apart(self) -> std::io::Result<ChangeWatcher> {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::Builder::new()
+            .name("atrium-changes".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    tokio::select! {
+                        () = self.watch_changes() => {}
+                        _ = stopped => {}
+                    }
+                });
+            })?;
+        Ok(ChangeWatcher { _stop: stop })
+    }
+}
+
 /// What a change means to one cache.
 pub enum Affected<K, V> {
     /// Nothing it holds.

@@ -45,7 +45,7 @@ pub use apps::{
     App, AppStatus, AppVersion, FileRole, NewVersion, Registered, VersionFile, VersionStatus,
 };
 pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
-pub use changes::{Affected, Cache, Change, POLL_INTERVAL, STALE_AFTER};
+pub use changes::{Affected, Cache, Change, ChangeWatcher, POLL_INTERVAL, STALE_AFTER};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use keys::KEY_PREFIX;

@@ -13,8 +13,9 @@ pub struct HostProcess {
 
 impl HostProcess {
     /// Starts it over the data directory `data`, with `env` added to the environment, and
-    /// waits until it answers `/health`; its log goes to `data/host.log`.
-    pub async fn start(data: &Path, env: &[(&str, &str)]) -> HostProcess {
+    /// waits until it answers `/health`; its log goes to `data/host.log`. `nice` is its scheduling priority (0 to 19: the higher, the less of a busy core the host
+    /// gets beside the load tool).
+    pub async fn start(data: &Path, env: &[(&str, &str)], nice: u8) -> HostProcess {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -25,7 +26,14 @@ impl HostProcess {
             .append(true)
             .open(data.join("host.log"))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_atrium"))
+        let mut command = if nice == 0 {
+            Command::new(env!("CARGO_BIN_EXE_atrium"))
+        } else {
+            let mut niced = Command::new("nice");
+            niced.args(["-n", &nice.to_string(), env!("CARGO_BIN_EXE_atrium")]);
+            niced
+        };
+        let child = command
             .args(["serve", "--no-demo", "--addr", &format!("127.0.0.1:{port}")])
             .arg("--data-dir")
             .arg(data)
