@@ -40,13 +40,6 @@ use support::HostProcess;
 
 const KEYS: usize = 32;
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The fake upstream: OpenAI's chat completion, answered after `delay`, on a thread and
 /// runtime of its own. Returns its base URL.
 fn upstream(delay: Duration) -> String {
@@ -222,8 +215,8 @@ fn report(label: &str, samples: &[Sample]) {
 }
 
 fn main() {
-    let seconds = env_number("ATRIUM_BENCH_SECONDS", 10);
-    let upstream_ms = env_number("ATRIUM_BENCH_UPSTREAM_MS", 0);
+    let seconds = support::env_number::<u64>("ATRIUM_BENCH_SECONDS", 10);
+    let upstream_ms = support::env_number::<u64>("ATRIUM_BENCH_UPSTREAM_MS", 0);
     let rates: Vec<u64> = std::env::var("ATRIUM_BENCH_RATES")
         .unwrap_or_else(|_| "500,1000,2000,4000".into())
         .split(',')
@@ -238,7 +231,7 @@ fn main() {
         Ok("chat") | Err(_) => Endpoint::Chat,
         Ok(other) => panic!("ATRIUM_BENCH_ENDPOINT: `chat` or `embeddings`, not `{other}`"),
     };
-    let nice = u8::try_from(env_number("ATRIUM_BENCH_HOST_NICE", 0).min(19)).unwrap();
+    let nice = support::env_number::<u8>("ATRIUM_BENCH_HOST_NICE", 0).min(19);
     let base = upstream(Duration::from_millis(upstream_ms));
     // The generator's own runtime: two workers, as many as the machine has cores.
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -43,13 +43,6 @@ const APPS: usize = 10;
 static LOG: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 const TWO_VERSIONS: usize = 5;
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn multipart(parts: &[(&str, &[u8])]) -> (String, Vec<u8>) {
     let boundary = "atrium-bench-boundary-77c1";
     let mut body = Vec::new();
@@ -391,8 +384,8 @@ fn mib(kib: u64) -> f64 {
 }
 
 fn main() {
-    let tenants = env_number("ATRIUM_BENCH_TENANTS", 1_000);
-    let rate = env_number("ATRIUM_BENCH_RATE", 1_000);
+    let tenants = support::env_number::<usize>("ATRIUM_BENCH_TENANTS", 1_000);
+    let rate = support::env_number::<usize>("ATRIUM_BENCH_RATE", 1_000);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

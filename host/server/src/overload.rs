@@ -219,6 +219,9 @@ pub struct Limiter {
     queue_delay_us: AtomicU64,
     shed: AtomicU64,
     limited: AtomicU64,
+    /// When the host began to serve: a request that arrived before (a client that connected
+    /// while the host was starting) waited for the start, not in a queue of the host's.
+    serving_since: Mutex<Option<Instant>>,
 }
 
 impl Default for Limiter {
@@ -243,6 +246,7 @@ impl Limiter {
             queue_delay_us: AtomicU64::new(0),
             shed: AtomicU64::new(0),
             limited: AtomicU64::new(0),
+            serving_since: Mutex::new(None),
         }
     }
 
@@ -294,10 +298,26 @@ impl Limiter {
         Ok(())
     }
 
+    /// Notes that the host begins to serve now (`atrium_server::serve` calls it).
+    pub fn serving(&self) {
+        *self
+            .serving_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+
     /// Whether a new request that waited `waited` before the host read it is shed, and why.
     fn shed_reason(&self, waited: Option<Duration>) -> Option<String> {
+        let limit = self.limits.max_queue_delay;
+        // Only a wait while the host served counts.
+        let waited = waited.filter(|w| *w > limit).map(|w| {
+            self.serving_since
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .map_or(w, |since| w.min(since.elapsed()))
+        });
         if let Some(waited) = waited
-            && waited > self.limits.max_queue_delay
+            && waited > limit
         {
             return Some(format!(
                 "the host is overloaded: this request waited {} ms before the host could read it (the limit is {} ms)",
@@ -558,6 +578,10 @@ mod tests {
             reason.contains("waited 201 ms before the host could read it"),
             "{reason}"
         );
+        // A request that arrived while the host was starting waited for the start, not for
+        // the host's queue.
+        limiter.serving();
+        assert_eq!(limiter.shed_reason(Some(limit * 5)), None);
     }
 
     #[cfg(target_os = "linux")]

@@ -492,6 +492,26 @@ mod tests {
         })
     }
 
+    #[tokio::test]
+    async fn the_poller_has_a_connection_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let crate::Pool::Sqlite(pool) = &store.pool else {
+            unreachable!()
+        };
+        // Every connection of the store's pool taken, as under load.
+        let mut held = Vec::new();
+        for _ in 0..pool.options().get_max_connections() {
+            held.push(pool.acquire().await.unwrap());
+        }
+        tokio::time::timeout(Duration::from_secs(5), store.poll_changes())
+            .await
+            .expect("the poll waited for the busy pool")
+            .unwrap();
+        assert!(store.changes_fresh());
+        drop(held);
+    }
+
     async fn delete_change(store: &Store, seq: i64) {
         on_pool!(store, pool => {
             sqlx::query("DELETE FROM changes WHERE seq = $1").bind(seq).execute(pool).await.unwrap();

@@ -194,10 +194,10 @@ impl Store {
             .connect_with(options.clone())
             .await?;
         let store = Self::migrated(Pool::Sqlite(pool)).await?;
+        // Connected at the first poll: a store that never polls (a command) opens nothing more.
         let feed_pool = SqlitePoolOptions::new()
             .max_connections(1)
-            .connect_with(options)
-            .await?;
+            .connect_lazy_with(options);
         Ok(Store {
             feed_pool: Pool::Sqlite(feed_pool),
             ..store
@@ -222,8 +222,7 @@ impl Store {
             let feed_pool = PgPoolOptions::new()
                 .max_connections(1)
                 .acquire_timeout(std::time::Duration::from_secs(10))
-                .connect(url)
-                .await
+                .connect_lazy(url)
                 .map_err(open_error)?;
             return Ok(Store {
                 feed_pool: Pool::Postgres(feed_pool),

@@ -105,6 +105,14 @@ impl Drop for HostProcess {
     }
 }
 
+/// The number in the environment variable `name`, or `default` when it is unset or not one.
+pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Waits for every task of a load, in order: their results.
 pub async fn join_all<T>(handles: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
     let mut out = Vec::with_capacity(handles.len());
