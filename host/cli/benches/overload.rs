@@ -175,10 +175,7 @@ async fn load(
 
 fn quantiles(mut latencies: Vec<Duration>) -> String {
     latencies.sort();
-    let at = |q: f64| {
-        let i = ((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len()) - 1;
-        latencies[i].as_secs_f64() * 1e3
-    };
+    let at = |q: f64| support::quantile_ms(&latencies, q);
     format!(
         "p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         at(0.5),

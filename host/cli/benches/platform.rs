@@ -365,10 +365,7 @@ fn report(label: &str, latencies: &mut [Duration]) {
         return;
     }
     latencies.sort();
-    let at = |q: f64| {
-        let i = ((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len()) - 1;
-        latencies[i].as_secs_f64() * 1e3
-    };
+    let at = |q: f64| support::quantile_ms(latencies, q);
     println!(
         "{label:<44} n={:<6} p50 {:.3} ms  p90 {:.3} ms  p99 {:.3} ms  max {:.3} ms",
         latencies.len(),

@@ -105,6 +105,17 @@ impl Drop for HostProcess {
     }
 }
 
+/// The `q` quantile (0 to 1) of `sorted` latencies, in milliseconds; `sorted` is not empty.
+pub fn quantile_ms(sorted: &[Duration], q: f64) -> f64 {
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i].as_secs_f64() * 1e3
+}
+
 /// The number in the environment variable `name`, or `default` when it is unset or not one.
 pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
