@@ -60,6 +60,10 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Err(message) = config.check_env(&|name| std::env::var(name).ok()) {
+        eprintln!("error: {message}");
+        return ExitCode::from(1);
+    }
     let env: Vec<(String, String)> = std::env::vars().collect();
     let limits = match atrium_server::overload::Limits::from_env(&env) {
         Ok(limits) => limits,

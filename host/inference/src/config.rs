@@ -5,6 +5,7 @@
 //! base_url = "https://api.mistral.ai/v1"   # optional
 //! api_key = "..."                           # optional; ATRIUM_MISTRAL_API_KEY wins
 //! timeout_seconds = 60                      # optional, default 120
+//! max_in_flight = 256                       # optional, default 1024; ATRIUM_MISTRAL_MAX_IN_FLIGHT wins
 //!
 //! [[models]]
 //! id = "mistral-medium-latest"
@@ -49,7 +50,16 @@ pub struct ProviderSettings {
     pub api_key: Option<String>,
     /// How long a call may take, in seconds.
     pub timeout_seconds: Option<u64>,
+    /// The most requests in flight to the provider at once; past it the gateway falls back to
+    /// the next backend, or answers 503 `overloaded` (docs/api.md, "Limits and overload").
+    pub max_in_flight: Option<usize>,
 }
+
+/// A provider's limit of requests in flight when neither the file nor the environment sets
+/// one: far above what one host sends a provider that keeps up (1,000 requests a second that
+/// take a second each), low enough that a provider that stalls cannot hold every request the
+/// host admits (`ATRIUM_MAX_IN_FLIGHT`, 4,096).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 /// One catalog entry.
 #[derive(Debug, Clone, Deserialize)]
@@ -85,6 +95,11 @@ impl InferenceConfig {
             if settings.timeout_seconds == Some(0) {
                 return Err(format!(
                     "[providers.{name}] timeout_seconds must be at least 1"
+                ));
+            }
+            if settings.max_in_flight == Some(0) {
+                return Err(format!(
+                    "[providers.{name}] max_in_flight must be at least 1"
                 ));
             }
         }
@@ -200,6 +215,41 @@ impl InferenceConfig {
         })
     }
 
+    /// A provider's limit of requests in flight: `ATRIUM_<PROVIDER>_MAX_IN_FLIGHT`, else the
+    /// file's `max_in_flight`, else [`DEFAULT_MAX_IN_FLIGHT`]. An error names the variable.
+    pub fn max_in_flight(
+        &self,
+        provider: ProviderId,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<usize, String> {
+        let name = format!(
+            "ATRIUM_{}_MAX_IN_FLIGHT",
+            provider.as_str().to_ascii_uppercase()
+        );
+        match env(&name).map(|v| v.trim().to_owned()) {
+            Some(text) if !text.is_empty() => match text.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!(
+                    "{name} must be a whole number above 0, not `{text}`"
+                )),
+            },
+            _ => Ok(self
+                .providers
+                .get(provider.as_str())
+                .and_then(|s| s.max_in_flight)
+                .unwrap_or(DEFAULT_MAX_IN_FLIGHT)),
+        }
+    }
+
+    /// Checks the environment's settings this file does not hold, for every provider: an
+    /// error names the variable.
+    pub fn check_env(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+        for provider in ProviderId::ALL {
+            self.max_in_flight(provider, env)?;
+        }
+        Ok(())
+    }
+
     /// A provider's timeout, when the file sets one.
     pub(crate) fn timeout(&self, provider: ProviderId) -> Option<Duration> {
         self.providers
@@ -264,6 +314,35 @@ mod tests {
         assert_eq!(
             config.timeout(ProviderId::Mistral),
             Some(Duration::from_secs(5))
+        );
+    }
+
+    #[test]
+    fn the_limit_of_requests_in_flight_comes_from_the_environment_the_file_or_the_default() {
+        let config =
+            InferenceConfig::parse("[providers.ovh]\napi_key = \"k\"\nmax_in_flight = 64\n")
+                .unwrap_or_else(|e| panic!("{e}"));
+        let none = |_: &str| None;
+        assert_eq!(config.max_in_flight(ProviderId::Ovh, &none), Ok(64));
+        assert_eq!(
+            config.max_in_flight(ProviderId::Mistral, &none),
+            Ok(DEFAULT_MAX_IN_FLIGHT)
+        );
+        let env = |name: &str| (name == "ATRIUM_OVH_MAX_IN_FLIGHT").then(|| " 8 ".to_owned());
+        assert_eq!(config.max_in_flight(ProviderId::Ovh, &env), Ok(8));
+        assert_eq!(config.check_env(&env), Ok(()));
+        for bad in ["0", "-3", "many", "1.5"] {
+            let env = |name: &str| (name == "ATRIUM_OLLAMA_MAX_IN_FLIGHT").then(|| bad.to_owned());
+            assert_eq!(
+                config.check_env(&env),
+                Err(format!(
+                    "ATRIUM_OLLAMA_MAX_IN_FLIGHT must be a whole number above 0, not `{bad}`"
+                ))
+            );
+        }
+        assert_eq!(
+            InferenceConfig::parse("[providers.ovh]\nmax_in_flight = 0").unwrap_err(),
+            "[providers.ovh] max_in_flight must be at least 1"
         );
     }
 

@@ -9,6 +9,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::StreamExt;
 
 use crate::config::InferenceConfig;
 use crate::providers::{self, ChatOutcome, ChatRequest, Provider, UpstreamError};
@@ -68,19 +71,75 @@ fn describe(attempts: &[Attempt]) -> String {
         .join(", ")
 }
 
+/// A configured provider and its count of requests in flight.
+struct Backend {
+    provider: Arc<dyn Provider>,
+    in_flight: Arc<AtomicUsize>,
+    limit: usize,
+}
+
+/// One request counted in flight to a backend until dropped: at the end of a call, or of a
+/// stream's last event.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Backend {
+    /// A slot for one more request, or `Busy` when `limit` are in flight: the request is not
+    /// sent, and the gateway moves on at once rather than queue behind a provider that has
+    /// fallen behind.
+    fn slot(&self) -> Result<Slot, UpstreamError> {
+        let before = self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let slot = Slot(self.in_flight.clone());
+        if before >= self.limit {
+            return Err(UpstreamError::Busy { limit: self.limit });
+        }
+        Ok(slot)
+    }
+}
+
 /// The providers and the catalog.
 pub struct Gateway {
     catalog: Catalog,
-    providers: BTreeMap<ProviderId, Arc<dyn Provider>>,
+    providers: BTreeMap<ProviderId, Backend>,
 }
 
 impl Gateway {
-    /// A gateway with the given providers.
+    /// A gateway with the given providers, each allowed
+    /// [`DEFAULT_MAX_IN_FLIGHT`](crate::config::DEFAULT_MAX_IN_FLIGHT) requests in flight.
     pub fn new(catalog: Catalog, providers: Vec<Arc<dyn Provider>>) -> Self {
         Gateway {
             catalog,
-            providers: providers.into_iter().map(|p| (p.id(), p)).collect(),
+            providers: providers
+                .into_iter()
+                .map(|provider| {
+                    let backend = Backend {
+                        provider: provider.clone(),
+                        in_flight: Arc::default(),
+                        limit: crate::config::DEFAULT_MAX_IN_FLIGHT,
+                    };
+                    (provider.id(), backend)
+                })
+                .collect(),
         }
+    }
+
+    /// Sets how many requests may be in flight to `provider` at once (at least one).
+    pub fn set_max_in_flight(&mut self, provider: ProviderId, limit: usize) {
+        if let Some(backend) = self.providers.get_mut(&provider) {
+            backend.limit = limit.max(1);
+        }
+    }
+
+    /// How many requests are in flight to `provider` now.
+    pub fn in_flight(&self, provider: ProviderId) -> usize {
+        self.providers
+            .get(&provider)
+            .map_or(0, |b| b.in_flight.load(Ordering::Relaxed))
     }
 
     /// Providers from environment variables, read through `var` (for tests, a map).
@@ -91,7 +150,8 @@ impl Gateway {
     }
 
     /// Providers from a configuration file, with environment variables (read through `var`)
-    /// winning over it, and the file's catalog.
+    /// winning over it, and the file's catalog. A limit of requests in flight that does not
+    /// parse ([`InferenceConfig::check_env`] names it) leaves the default.
     pub fn from_config(config: &InferenceConfig, var: &dyn Fn(&str) -> Option<String>) -> Self {
         let client = reqwest::Client::new();
         let providers: Vec<Arc<dyn Provider>> = ProviderId::ALL
@@ -103,7 +163,13 @@ impl Gateway {
             .collect();
         // The file was checked when it was parsed; a catalog error here cannot happen, and
         // the built-in catalog is the safe answer if it did.
-        Self::new(config.catalog().unwrap_or_default(), providers)
+        let mut gateway = Self::new(config.catalog().unwrap_or_default(), providers);
+        for id in ProviderId::ALL {
+            if let Ok(limit) = config.max_in_flight(id, var) {
+                gateway.set_max_in_flight(id, limit);
+            }
+        }
+        gateway
     }
 
     /// The catalog.
@@ -123,7 +189,7 @@ impl Gateway {
         selection: &Selection,
         request: &ChatRequest,
     ) -> Result<Completed, GatewayError> {
-        let (outcome, model, failed) = self
+        let (outcome, model, failed, _slot) = self
             .with_fallback(selection, |p, m| async move { p.chat(request, &m).await })
             .await?;
         Ok(Completed {
@@ -140,12 +206,17 @@ impl Gateway {
         selection: &Selection,
         request: &ChatRequest,
     ) -> Result<Streaming, GatewayError> {
-        let (events, model, failed) = self
+        let (events, model, failed, slot) = self
             .with_fallback(
                 selection,
                 |p, m| async move { p.chat_stream(request, &m).await },
             )
             .await?;
+        // The request stays in flight until its stream is dropped.
+        let events = Box::pin(events.map(move |event| {
+            let _held = &slot;
+            event
+        }));
         Ok(Streaming {
             events,
             model,
@@ -154,12 +225,14 @@ impl Gateway {
     }
 
     /// Runs `call` on each routed backend in turn until one answers or one fails in a way
-    /// another backend would not mend.
+    /// another backend would not mend. A backend with as many requests in flight as its limit
+    /// is skipped at once (`Busy`, not logged: under a flood that would be a record a request).
+    /// The answer comes with its backend's slot, which counts it in flight until dropped.
     async fn with_fallback<T, F, Fut>(
         &self,
         selection: &Selection,
         call: F,
-    ) -> Result<(T, ModelInfo, Vec<Attempt>), GatewayError>
+    ) -> Result<(T, ModelInfo, Vec<Attempt>, Slot), GatewayError>
     where
         F: Fn(Arc<dyn Provider>, String) -> Fut,
         Fut: Future<Output = Result<T, UpstreamError>>,
@@ -167,13 +240,21 @@ impl Gateway {
         let candidates = route(&self.catalog, selection, &|p| self.available(p))?;
         let mut failed = Vec::new();
         for model in candidates {
-            let Some(provider) = self.providers.get(&model.provider) else {
+            let Some(backend) = self.providers.get(&model.provider) else {
                 continue;
             };
-            match call(provider.clone(), model.id.clone()).await {
-                Ok(answer) => return Ok((answer, model, failed)),
+            let answer = match backend.slot() {
+                Ok(slot) => call(backend.provider.clone(), model.id.clone())
+                    .await
+                    .map(|answer| (answer, slot)),
+                Err(busy) => Err(busy),
+            };
+            match answer {
+                Ok((answer, slot)) => return Ok((answer, model, failed, slot)),
                 Err(error) => {
-                    tracing::warn!(provider = model.provider.as_str(), model = %model.id, %error, "backend failed");
+                    if !matches!(error, UpstreamError::Busy { .. }) {
+                        tracing::warn!(provider = model.provider.as_str(), model = %model.id, %error, "backend failed");
+                    }
                     let attempt = Attempt {
                         provider: model.provider,
                         model: model.id.clone(),

@@ -412,10 +412,21 @@ impl From<GatewayError> for ApiError {
                 ),
             },
             GatewayError::Exhausted(attempts) => {
+                // Every backend had as many requests in flight as its limit: the host sheds
+                // the request as it does past its own capacity.
+                if !attempts.is_empty()
+                    && attempts
+                        .iter()
+                        .all(|a| matches!(a.error, UpstreamError::Busy { .. }))
+                {
+                    return ApiError::overloaded(GatewayError::Exhausted(attempts).to_string(), 1);
+                }
                 let unreachable_only = attempts.iter().all(|a| {
                     matches!(
                         a.error,
-                        UpstreamError::Connect(_) | UpstreamError::Timeout(_)
+                        UpstreamError::Connect(_)
+                            | UpstreamError::Timeout(_)
+                            | UpstreamError::Busy { .. }
                     )
                 });
                 let status = if unreachable_only {

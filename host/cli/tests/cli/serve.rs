@@ -130,6 +130,17 @@ fn a_bad_address_exits_1_and_a_taken_port_exits_2() {
         "{}",
         stderr(&bad_limit)
     );
+    let bad_provider_limit = command(dir.path(), &["serve", "--data-dir", data])
+        .env("ATRIUM_MISTRAL_MAX_IN_FLIGHT", "0")
+        .output()
+        .unwrap();
+    assert_eq!(bad_provider_limit.status.code(), Some(1));
+    assert!(
+        stderr(&bad_provider_limit)
+            .contains("ATRIUM_MISTRAL_MAX_IN_FLIGHT must be a whole number above 0, not `0`"),
+        "{}",
+        stderr(&bad_provider_limit)
+    );
 
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();

@@ -154,13 +154,28 @@ pub enum UpstreamError {
     /// The answer did not follow the provider's protocol.
     #[error("unexpected answer: {0}")]
     Protocol(String),
+    /// The host did not send the request: as many as the provider's limit were already in
+    /// flight to it (the provider has fallen behind, or the host's load is past its share).
+    #[error("not sent: {}", limit_reached(.limit))]
+    Busy {
+        /// The provider's limit of requests in flight.
+        limit: usize,
+    },
+}
+
+fn limit_reached(limit: &usize) -> String {
+    let plural = if *limit == 1 { "" } else { "s" };
+    format!("its limit of {limit} request{plural} in flight was reached")
 }
 
 impl UpstreamError {
-    /// Whether another backend should be tried: connection errors, timeouts, 429 and 5xx.
+    /// Whether another backend should be tried: connection errors, timeouts, 429, 5xx, and a
+    /// provider that had as many requests in flight as its limit.
     pub fn should_fall_back(&self) -> bool {
         match self {
-            UpstreamError::Connect(_) | UpstreamError::Timeout(_) => true,
+            UpstreamError::Connect(_) | UpstreamError::Timeout(_) | UpstreamError::Busy { .. } => {
+                true
+            }
             UpstreamError::Status { status, .. } => *status == 429 || *status >= 500,
             UpstreamError::Protocol(_) => false,
         }
@@ -266,6 +281,7 @@ mod tests {
         };
         assert!(UpstreamError::Connect("refused".into()).should_fall_back());
         assert!(UpstreamError::Timeout(std::time::Duration::from_secs(1)).should_fall_back());
+        assert!(UpstreamError::Busy { limit: 1 }.should_fall_back());
         for code in [429, 500, 502, 503, 504] {
             assert!(status(code).should_fall_back(), "{code}");
         }
