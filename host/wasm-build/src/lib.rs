@@ -21,15 +21,34 @@ pub fn build(root: &Path, packages: &[&str]) -> PathBuf {
 /// Builds `packages` of the workspace at `root` for `target` (for example
 /// `wasm32-unknown-unknown`, for modules with no imports) in release mode and returns the
 /// directory holding the `.wasm` files. Panics with the reason when the build fails.
+///
+/// The guests are built with the outer build's toolchain, unless `ATRIUM_GUEST_TOOLCHAIN`
+/// names another (`tools/fuzz` sets it to the workspace's pinned one while the host's fuzz
+/// targets build with nightly): then through rustup's `cargo` with that toolchain.
 pub fn build_for(root: &Path, packages: &[&str], target: &str) -> PathBuf {
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
-    ensure_target(target);
+    println!("cargo:rerun-if-env-changed=ATRIUM_GUEST_TOOLCHAIN");
+    let toolchain = std::env::var("ATRIUM_GUEST_TOOLCHAIN")
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    ensure_target(target, toolchain.as_deref());
     let target_dir = match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => PathBuf::from(dir).join("wasm-guests"),
         None => root.join("target/wasm-guests"),
     };
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut command = Command::new(&cargo);
+    let mut command = match &toolchain {
+        Some(toolchain) => {
+            let mut command = Command::new("cargo");
+            command
+                .env("RUSTUP_TOOLCHAIN", toolchain)
+                .env_remove("RUSTC")
+                .env_remove("RUSTDOC")
+                .env_remove("RUSTC_WRAPPER")
+                .env_remove("RUSTC_WORKSPACE_WRAPPER");
+            command
+        }
+        None => Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
+    };
     command
         .current_dir(root)
         .args(["build", "--release", "--target", target]);
@@ -65,9 +84,16 @@ pub fn workspace_root() -> PathBuf {
 
 /// rustup installs the targets of rust-toolchain.toml only when it installs the toolchain
 /// itself; a toolchain that was already there may lack `target`.
-fn ensure_target(target: &str) {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(&rustc)
+fn ensure_target(target: &str, toolchain: Option<&str>) {
+    let mut rustc = match toolchain {
+        Some(toolchain) => {
+            let mut rustc = Command::new("rustc");
+            rustc.env("RUSTUP_TOOLCHAIN", toolchain);
+            rustc
+        }
+        None => Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into())),
+    };
+    let sysroot = rustc
         .args(["--print", "sysroot"])
         .output()
         .expect("rustc runs");
@@ -79,9 +105,12 @@ fn ensure_target(target: &str) {
     {
         return;
     }
-    let status = Command::new("rustup")
-        .args(["target", "add", target])
-        .status();
+    let mut rustup = Command::new("rustup");
+    rustup.args(["target", "add", target]);
+    if let Some(toolchain) = toolchain {
+        rustup.args(["--toolchain", toolchain]);
+    }
+    let status = rustup.status();
     match status {
         Ok(s) if s.success() => {}
         other => panic!(
