@@ -5,9 +5,8 @@
 use atrium_inference::ProviderId;
 use axum::http::StatusCode;
 use http_body_util::BodyExt;
-use tower::ServiceExt;
 
-use super::{Fakes, HELLO, chat, gateway};
+use super::{Fakes, HELLO, chat, gateway, send_chat};
 use crate::{assert_error, stores, unique};
 
 const OVH_ONLY: &str = r#"{"provider": "ovh", "messages": [{"role": "user", "content": "hello"}]}"#;
@@ -21,15 +20,7 @@ async fn chat_with_headers(
     key: &str,
     body: &str,
 ) -> (StatusCode, Option<String>, serde_json::Value) {
-    let request = axum::http::Request::post("/v1/chat/completions")
-        .header("authorization", format!("Bearer {key}"))
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_owned()))
-        .unwrap();
-    let response = atrium_server::router(state.clone())
-        .oneshot(request)
-        .await
-        .unwrap();
+    let response = send_chat(state, key, body).await;
     let status = response.status();
     let retry_after = response
         .headers()
@@ -115,15 +106,7 @@ async fn a_provider_at_its_limit_is_not_sent_more_and_alone_is_answered_503_at_o
     // A stream holds the slot while it runs (the fake pauses after its first piece), and
     // gives it back when the client leaves.
     fakes.slow("ovh");
-    let request = axum::http::Request::post("/v1/chat/completions")
-        .header("authorization", format!("Bearer {}", key.secret))
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(OVH_STREAM))
-        .unwrap();
-    let response = atrium_server::router(state.clone())
-        .oneshot(request)
-        .await
-        .unwrap();
+    let response = send_chat(&state, &key.secret, OVH_STREAM).await;
     assert_eq!(response.status(), StatusCode::OK);
     let mut stream = response.into_body();
     let first = stream.frame().await.unwrap().unwrap();

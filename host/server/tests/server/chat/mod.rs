@@ -288,6 +288,25 @@ async fn models_lists_the_catalog_in_openai_shape() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
+/// Sends `body` to `/v1/chat/completions` with `key` through the router and returns the
+/// response, its body unread.
+async fn send_chat(
+    state: &atrium_server::HostState,
+    key: &str,
+    body: &str,
+) -> axum::response::Response {
+    use tower::ServiceExt;
+    let request = axum::http::Request::post("/v1/chat/completions")
+        .header("authorization", format!("Bearer {key}"))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_owned()))
+        .unwrap();
+    atrium_server::router(state.clone())
+        .oneshot(request)
+        .await
+        .unwrap()
+}
+
 /// Sends a streaming chat request and returns the `data:` payloads, in order.
 async fn stream_chat(
     state: &atrium_server::HostState,
@@ -295,16 +314,7 @@ async fn stream_chat(
     body: &str,
 ) -> (StatusCode, Vec<String>) {
     use http_body_util::BodyExt;
-    use tower::ServiceExt;
-    let request = axum::http::Request::post("/v1/chat/completions")
-        .header("authorization", format!("Bearer {key}"))
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_owned()))
-        .unwrap();
-    let response = atrium_server::router(state.clone())
-        .oneshot(request)
-        .await
-        .unwrap();
+    let response = send_chat(state, key, body).await;
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     let text = String::from_utf8_lossy(&bytes).into_owned();
