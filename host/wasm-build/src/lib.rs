@@ -36,19 +36,7 @@ pub fn build_for(root: &Path, packages: &[&str], target: &str) -> PathBuf {
         Some(dir) => PathBuf::from(dir).join("wasm-guests"),
         None => root.join("target/wasm-guests"),
     };
-    let mut command = match &toolchain {
-        Some(toolchain) => {
-            let mut command = Command::new("cargo");
-            command
-                .env("RUSTUP_TOOLCHAIN", toolchain)
-                .env_remove("RUSTC")
-                .env_remove("RUSTDOC")
-                .env_remove("RUSTC_WRAPPER")
-                .env_remove("RUSTC_WORKSPACE_WRAPPER");
-            command
-        }
-        None => Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
-    };
+    let mut command = tool("cargo", "CARGO", toolchain.as_deref());
     command
         .current_dir(root)
         .args(["build", "--release", "--target", target]);
@@ -85,15 +73,7 @@ pub fn workspace_root() -> PathBuf {
 /// rustup installs the targets of rust-toolchain.toml only when it installs the toolchain
 /// itself; a toolchain that was already there may lack `target`.
 fn ensure_target(target: &str, toolchain: Option<&str>) {
-    let mut rustc = match toolchain {
-        Some(toolchain) => {
-            let mut rustc = Command::new("rustc");
-            rustc.env("RUSTUP_TOOLCHAIN", toolchain);
-            rustc
-        }
-        None => Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into())),
-    };
-    let sysroot = rustc
+    let sysroot = tool("rustc", "RUSTC", toolchain)
         .args(["--print", "sysroot"])
         .output()
         .expect("rustc runs");
@@ -116,5 +96,24 @@ fn ensure_target(target: &str, toolchain: Option<&str>) {
         other => panic!(
             "the {target} target is missing and `rustup target add {target}` failed: {other:?}"
         ),
+    }
+}
+
+/// `program` of `toolchain` through rustup's proxy, with the outer build's tools unset; without
+/// a toolchain, the one the outer build names in `env_var` (Cargo sets `CARGO` and `RUSTC` for
+/// build scripts), else `program` from the path.
+fn tool(program: &str, env_var: &str, toolchain: Option<&str>) -> Command {
+    match toolchain {
+        Some(toolchain) => {
+            let mut command = Command::new(program);
+            command
+                .env("RUSTUP_TOOLCHAIN", toolchain)
+                .env_remove("RUSTC")
+                .env_remove("RUSTDOC")
+                .env_remove("RUSTC_WRAPPER")
+                .env_remove("RUSTC_WORKSPACE_WRAPPER");
+            command
+        }
+        None => Command::new(std::env::var(env_var).unwrap_or_else(|_| program.into())),
     }
 }
