@@ -6,8 +6,8 @@
 //!   running guest enters [`CpuClock::tick`], which stops the call once the deadline has passed,
 //!   and otherwise yields to the executor so that other calls on the same worker thread get their
 //!   turn. `cpu_cores` below 1 is a share of one core, enforced like a CFS bandwidth quota: a
-//!   call that has held a worker longer than `cpu_cores` × its elapsed time is put to sleep until
-//!   it is back within its share. At or above 1 a call is never throttled (a component instance
+//!   call that has held a worker longer than `cpu_cores` × its elapsed time, by more than one
+//!   [`CPU_PERIOD`] of debt, is put to sleep until it is back within its share. At or above 1 a call is never throttled (a component instance
 //!   runs on one thread), and the value only matters to container apps.
 
 use std::time::{Duration, Instant};
@@ -71,6 +71,14 @@ impl wasmtime::ResourceLimiter for MemoryCap {
     }
 }
 
+/// How far a call below one core may run ahead of its share before it is put to sleep: like
+/// a CFS period, a call computes freely until its debt (the wall time its computing would have
+/// taken at `cpu_cores`, less the time it has had) passes one period, then sleeps the whole
+/// debt. A short call never sleeps, however its run falls on the ticks: without the allowance,
+/// a 20 µs call at 0.5 cores that met a tick 10 µs in slept 10 µs, which the executor's timer
+/// rounds up to a millisecond.
+pub const CPU_PERIOD: Duration = Duration::from_millis(10);
+
 /// Accounting of one call's time.
 #[derive(Debug)]
 pub(crate) struct CpuClock {
@@ -111,8 +119,10 @@ impl CpuClock {
         self.busy += now.saturating_duration_since(self.resumed);
         self.resumed = now;
         if self.cpu_cores < 1.0 {
+            // The wall time the call's computing would have taken at its share; it may run
+            // ahead of that by one period before it sleeps, and then sleeps the whole debt.
             let entitled = self.busy.div_f64(self.cpu_cores);
-            if entitled > elapsed {
+            if entitled > elapsed + CPU_PERIOD {
                 let remaining = self.deadline - elapsed;
                 let nap = (entitled - elapsed).min(remaining);
                 self.throttled += 1;
@@ -181,6 +191,18 @@ mod tests {
             "{:?}",
             clock.throttled_for
         );
+
+        // A call that has computed for less than one period ahead of its share is not.
+        let mut short = CpuClock::new(0.5, Duration::from_secs(30));
+        short.started -= CPU_PERIOD - Duration::from_millis(1);
+        short.resumed -= CPU_PERIOD - Duration::from_millis(1);
+        assert!(matches!(short.tick().unwrap(), UpdateDeadline::Yield(1)));
+        assert_eq!(short.throttled, 0);
+        // Nor is one that met a tick microseconds after it started, at the smallest share.
+        let mut brief = CpuClock::new(0.01, Duration::from_secs(30));
+        brief.started -= Duration::from_micros(20);
+        brief.resumed -= Duration::from_micros(20);
+        assert!(matches!(brief.tick().unwrap(), UpdateDeadline::Yield(1)));
 
         let mut full = CpuClock::new(1.0, Duration::from_secs(30));
         full.started -= Duration::from_millis(100);
