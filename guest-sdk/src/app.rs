@@ -282,6 +282,16 @@ impl App {
         }
     }
 
+    /// The app of a component exported without `wasi:http/incoming-handler`
+    /// (`export!(app, without_http)`): refused when it registered a route, which no request
+    /// could reach, with the host's words for the same rule.
+    pub(crate) fn served_without_http(self) -> Result<Self, RegistrationError> {
+        match self.routes.first() {
+            Some((method, path, _)) => Err(fail(rules::route_not_served(method, path))),
+            None => Ok(self),
+        }
+    }
+
     /// Runs tool `name` with JSON arguments.
     pub fn call_tool(&self, ctx: &Ctx<'_>, name: &str, args: &str) -> Result<String, HandlerError> {
         let (_, handler) = self

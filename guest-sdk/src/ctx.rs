@@ -66,7 +66,17 @@ pub trait Backend {
     /// `logging.log`.
     fn log(&self, level: LogLevel, message: &str);
     /// Outbound HTTP (`wasi:http/outgoing-handler`), allowed only to `network.egress_hosts`.
-    fn http_send(&self, request: &OutboundRequest) -> Result<Response, String>;
+    ///
+    /// In a component, `ctx.http` does not come here: it calls `wasi:http` directly, so that a
+    /// component whose code never sends a request does not import `wasi:http` at all (fewer
+    /// imports make every instance cheaper to start; docs/sdk.md, "Lean components"). The
+    /// default refuses, for backends that send nothing.
+    fn http_send(&self, request: &OutboundRequest) -> Result<Response, String> {
+        Err(format!(
+            "{} {}: this backend sends no HTTP",
+            request.method, request.url
+        ))
+    }
 }
 
 /// An outbound HTTP request.
@@ -114,6 +124,17 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// A context over a backend.
     pub fn new(backend: &'a dyn Backend) -> Self {
+        Self::with_http(backend, false)
+    }
+
+    /// The context of a call into the component: `ctx.http` sends through `wasi:http` itself
+    /// instead of the backend.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn in_component(backend: &'a dyn Backend) -> Self {
+        Self::with_http(backend, true)
+    }
+
+    fn with_http(backend: &'a dyn Backend, direct_http: bool) -> Self {
         Ctx {
             backend,
             info: OnceCell::new(),
@@ -127,7 +148,10 @@ impl<'a> Ctx<'a> {
             agent: Agent(backend),
             commitments: Commitments(backend),
             logger: Logger(backend),
-            http: HttpClient(backend),
+            http: HttpClient {
+                backend,
+                direct: direct_http,
+            },
         }
     }
 
@@ -382,12 +406,21 @@ impl Logger<'_> {
 /// `ctx.http`: outbound HTTP. Only hosts in `network.egress_hosts` are reachable; the host
 /// refuses any other before connecting.
 #[derive(Clone, Copy)]
-pub struct HttpClient<'a>(&'a dyn Backend);
+pub struct HttpClient<'a> {
+    backend: &'a dyn Backend,
+    /// Whether requests go to `wasi:http` directly (in a component) rather than the backend.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    direct: bool,
+}
 
 impl HttpClient<'_> {
     /// Sends a request.
     pub fn send(&self, request: &OutboundRequest) -> Result<Response, Error> {
-        self.0.http_send(request).map_err(Error::Failed)
+        #[cfg(target_arch = "wasm32")]
+        if self.direct {
+            return crate::wasm::send_outbound(request).map_err(Error::Failed);
+        }
+        self.backend.http_send(request).map_err(Error::Failed)
     }
 
     /// A GET request.

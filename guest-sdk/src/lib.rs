@@ -86,15 +86,29 @@ pub mod __private {
     pub use crate::wasm::*;
     pub use serde_json::json;
     pub use wasip2;
+
+    /// The build of an app exported with `export!(app, without_http)`: a registered route is
+    /// a registration error, as the host would find it at load.
+    pub fn without_http(
+        built: Result<crate::App, crate::RegistrationError>,
+    ) -> Result<crate::App, crate::RegistrationError> {
+        built.and_then(crate::App::served_without_http)
+    }
 }
 
 /// Exports an app from a component: `atrium_sdk::export!(app)` where
 /// `fn app() -> Result<App, RegistrationError>`. The component then exports
 /// `atrium:app/handlers` and `wasi:http/incoming-handler`. Outside wasm it expands to nothing,
 /// so the same crate builds natively for its tests.
+///
+/// `atrium_sdk::export!(app, without_http)` leaves `wasi:http/incoming-handler` out, for an app
+/// that declares no `http_routes`: the component then imports no `wasi:http` interface unless
+/// its code sends requests through `ctx.http`, and each of its instances starts faster
+/// (docs/sdk.md, "Lean components"). Registering a route in such an app is a registration
+/// error.
 #[macro_export]
 macro_rules! export {
-    ($build:path) => {
+    (@handlers $build:path) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             use $crate::bindings::exports::atrium::app::handlers::Guest;
@@ -147,7 +161,16 @@ macro_rules! export {
                 }
             }
 
-            impl $crate::__private::wasip2::exports::http::incoming_handler::Guest for AtriumApp {
+            $crate::bindings::export_platform!(AtriumApp with_types_in $crate::bindings);
+        };
+    };
+    ($build:path) => {
+        $crate::export!(@handlers $build);
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            pub struct AtriumHttp;
+
+            impl $crate::__private::wasip2::exports::http::incoming_handler::Guest for AtriumHttp {
                 fn handle(
                     request: $crate::__private::wasip2::http::types::IncomingRequest,
                     out: $crate::__private::wasip2::http::types::ResponseOutparam,
@@ -156,8 +179,16 @@ macro_rules! export {
                 }
             }
 
-    $crate::bindings::export_platform!(AtriumApp with_types_in $crate::bindings);
-            $crate::__private::wasip2::http::proxy::export!(AtriumApp);
+            $crate::__private::wasip2::http::proxy::export!(AtriumHttp);
         };
+    };
+    ($build:path, without_http) => {
+        #[cfg(target_arch = "wasm32")]
+        fn __atrium_build_without_http() -> ::core::result::Result<$crate::App, $crate::RegistrationError> {
+            $crate::__private::without_http($build())
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: $crate::BuildFn = $build;
+        $crate::export!(@handlers __atrium_build_without_http);
     };
 }

@@ -86,9 +86,6 @@ impl Backend for Imports {
     fn log(&self, level: LogLevel, message: &str) {
         wit::logging::log(level, message);
     }
-    fn http_send(&self, request: &crate::OutboundRequest) -> Result<Response, String> {
-        send_outbound(request)
-    }
 }
 
 fn build(build: BuildFn) -> Result<App, HandlerError> {
@@ -131,7 +128,7 @@ pub fn with_app<T>(
     build_app: BuildFn,
     run: impl FnOnce(&App, &Ctx<'_>) -> Result<T, HandlerError>,
 ) -> Result<T, HandlerError> {
-    with_built(build_app, |app| run(app, &Ctx::new(&Imports)))
+    with_built(build_app, |app| run(app, &Ctx::in_component(&Imports)))
 }
 
 /// `wasi:http/incoming-handler.handle`: reads the request, serves it on the registered routes,
@@ -216,7 +213,7 @@ fn write_response(response: Response, out: ResponseOutparam) {
 /// Largest outbound response body read.
 pub const MAX_OUTBOUND_BODY: u64 = 4 * 1024 * 1024;
 
-fn send_outbound(request: &crate::OutboundRequest) -> Result<Response, String> {
+pub(crate) fn send_outbound(request: &crate::OutboundRequest) -> Result<Response, String> {
     use wasip2::http::outgoing_handler;
     use wasip2::http::types::{OutgoingRequest, Scheme};
 

@@ -314,3 +314,105 @@ fn routes_match_placeholders_and_answer_404_and_405() {
     assert_eq!(client.request("POST", "/notes/n-1", b"").status, 405);
     assert_eq!(client.request("GET", "/elsewhere", b"").status, 404);
 }
+
+#[test]
+fn an_app_exported_without_http_may_not_register_a_route() {
+    // `export!(app, without_http)` builds the app through this check.
+    let without_http = atrium_sdk::__private::without_http;
+    let mut app = App::new(&MANIFEST);
+    app.tool("ping_tool", ok_tool).unwrap();
+    assert!(without_http(Ok(app)).is_ok());
+    let mut app = App::new(&MANIFEST);
+    app.route("get", "/notes/{id}", |_, _| Ok(Response::status(204)))
+        .unwrap();
+    let err = without_http(Ok(app)).err().unwrap();
+    assert_eq!(err.kind, Kind::RouteNotServed);
+    assert!(
+        err.message.starts_with(
+            "cannot register route `GET /notes/{id}`: the component does not export wasi:http/incoming-handler"
+        ),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn a_backend_that_sends_no_http_refuses_outbound_requests() {
+    // A backend written for something other than tests (the test client mocks HTTP).
+    struct Silent;
+    impl atrium_sdk::Backend for Silent {
+        fn call_info(&self) -> atrium_sdk::CallInfo {
+            unreachable!()
+        }
+        fn public_callback_url(&self, _: &str) -> Result<String, String> {
+            unreachable!()
+        }
+        fn call_tool(&self, _: &str, _: &str) -> Result<String, atrium_sdk::ToolCallError> {
+            unreachable!()
+        }
+        fn secret(&self, _: &str) -> Option<String> {
+            None
+        }
+        fn config_get(&self, _: &str) -> Option<String> {
+            None
+        }
+        fn config_all(&self) -> String {
+            "{}".into()
+        }
+        fn room_post(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+        ) -> Result<atrium_sdk::RoomPost, atrium_sdk::ToolCallError> {
+            unreachable!()
+        }
+        fn delegate(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+        ) -> Result<String, atrium_sdk::AgentCallError> {
+            unreachable!()
+        }
+        fn invoke(&self, _: &str, _: &str, _: &str) -> Result<String, atrium_sdk::AgentCallError> {
+            unreachable!()
+        }
+        fn fetch(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&[u8]>,
+        ) -> Result<atrium_sdk::FetchResponse, atrium_sdk::AgentCallError> {
+            unreachable!()
+        }
+        fn emit(
+            &self,
+            _: &str,
+            _: &str,
+        ) -> Result<atrium_sdk::EmitResult, atrium_sdk::AgentCallError> {
+            unreachable!()
+        }
+        fn ask(&self, _: &str, _: Option<&str>) -> Result<String, atrium_sdk::AgentCallError> {
+            unreachable!()
+        }
+        fn add_commitment(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+        ) -> Result<String, atrium_sdk::ToolCallError> {
+            unreachable!()
+        }
+        fn log(&self, _: atrium_sdk::LogLevel, _: &str) {}
+    }
+    let ctx = Ctx::new(&Silent);
+    let err = ctx.http.get("https://api.example.com/x").unwrap_err();
+    assert_eq!(
+        err,
+        Error::Failed("GET https://api.example.com/x: this backend sends no HTTP".into())
+    );
+}

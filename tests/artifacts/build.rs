@@ -46,6 +46,12 @@ const GUESTS: &[(&str, &str, &str, &str)] = &[
         "tests/guests/handlers-only/atrium.app.yaml",
     ),
     (
+        "ECHO",
+        "atrium-echo-guest",
+        "atrium_echo_guest",
+        "tests/guests/echo/atrium.app.yaml",
+    ),
+    (
         "HOSTILE",
         "atrium-hostile-guest",
         "atrium_hostile_guest",

@@ -10,7 +10,7 @@ pub fn app() -> Result<App, RegistrationError> {
     Ok(App::new(&MANIFEST))
 }
 
-atrium_sdk::export!(app);
+atrium_sdk::export!(app, without_http);
 
 #[cfg(test)]
 mod tests {

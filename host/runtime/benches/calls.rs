@@ -30,6 +30,16 @@ fn probe(runtime: &Runtime) -> App {
         .unwrap()
 }
 
+/// The trivial app: `echo` alone, exported `without_http` (no `wasi:http` import).
+fn echo(runtime: &Runtime) -> App {
+    runtime
+        .load_file(
+            std::path::Path::new(atrium_test_artifacts::ECHO),
+            manifest(atrium_test_artifacts::ECHO_MANIFEST),
+        )
+        .unwrap()
+}
+
 fn bench_compile(c: &mut Criterion) {
     let bytes = std::fs::read(atrium_test_artifacts::INVOICES).unwrap();
     let m = manifest(atrium_test_artifacts::INVOICES_MANIFEST);
@@ -69,6 +79,14 @@ fn bench_call(c: &mut Criterion) {
         b.to_async(&tokio)
             .iter(|| async { app.call_tool(&inv, "echo", "{}").await.unwrap() });
     });
+    let lean = echo(&runtime);
+    group.bench_function(
+        "trivial tool call, fresh instance (echo, without_http)",
+        |b| {
+            b.to_async(&tokio)
+                .iter(|| async { lean.call_tool(&inv, "echo", "{}").await.unwrap() });
+        },
+    );
     let minimal = runtime
         .load_file(
             std::path::Path::new(atrium_test_artifacts::MINIMAL),
@@ -85,7 +103,7 @@ fn bench_call(c: &mut Criterion) {
 criterion_group!(benches, bench_compile, bench_call);
 
 /// Latency percentiles of the trivial call on one thread.
-fn percentiles(app: &App, inv: &Invocation) {
+fn percentiles(app: &App, inv: &Invocation, label: &str) {
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -104,7 +122,7 @@ fn percentiles(app: &App, inv: &Invocation) {
     samples.sort();
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
     println!(
-        "trivial tool call, fresh instance: p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({} calls)",
+        "trivial tool call, fresh instance ({label}): p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({} calls)",
         at(0.50).as_secs_f64() * 1e6,
         at(0.90).as_secs_f64() * 1e6,
         at(0.99).as_secs_f64() * 1e6,
@@ -159,7 +177,7 @@ fn breakdown(runtime: &Runtime, inv: &Invocation) {
 }
 
 /// Calls per second with two worker threads, each running many calls concurrently.
-fn throughput(app: &App, inv: &Invocation) {
+fn throughput(app: &App, inv: &Invocation, label: &str) {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -186,7 +204,7 @@ fn throughput(app: &App, inv: &Invocation) {
     });
     let calls = per_task * tasks;
     println!(
-        "throughput, 2 worker threads: {calls} calls in {:.2} s = {:.0} calls/s",
+        "throughput ({label}), 2 worker threads: {calls} calls in {:.2} s = {:.0} calls/s",
         elapsed.as_secs_f64(),
         calls as f64 / elapsed.as_secs_f64()
     );
@@ -329,8 +347,11 @@ fn main() {
     let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
     let app = probe(&runtime);
     let inv = Invocation::new("tenant-bench", Arc::new(MemoryPlatform::default()));
-    percentiles(&app, &inv);
+    let lean = echo(&runtime);
+    percentiles(&app, &inv, "probe");
+    percentiles(&lean, &inv, "echo, without_http");
     breakdown(&runtime, &inv);
-    throughput(&app, &inv);
+    throughput(&app, &inv, "probe");
+    throughput(&lean, &inv, "echo, without_http");
     memory_per_instance(&runtime);
 }

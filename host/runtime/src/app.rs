@@ -225,6 +225,7 @@ impl App {
             events: &registration.events,
             room_messages: registration.room_messages,
             routes: &registration.routes,
+            serves_http: self.has_http(),
         };
         registration::check(self.manifest(), &registered)
             .map_err(|e| CallError::Registration(e.message))?;

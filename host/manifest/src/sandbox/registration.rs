@@ -44,6 +44,9 @@ pub enum RegistrationRule {
     UnknownRoute,
     /// A room handler in an app that declares no agent.
     NoAgent,
+    /// A route handler in a component that does not export `wasi:http/incoming-handler`, so
+    /// that no request could reach it.
+    RouteNotServed,
 }
 
 /// A refused registration: the rule and a sentence naming the handler and the manifest field.
@@ -223,6 +226,19 @@ pub fn unknown_route(app: &impl Declarations, method: &str, path: &str) -> Regis
     )
 }
 
+/// The refusal of a route handler in a component that serves no HTTP: one exported without
+/// `wasi:http/incoming-handler` (the Rust SDK's `export!(app, without_http)`).
+#[must_use]
+pub fn route_not_served(method: &str, path: &str) -> RegistrationRefusal {
+    refuse(
+        RegistrationRule::RouteNotServed,
+        format!(
+            "cannot register route `{} {path}`: the component does not export wasi:http/incoming-handler, so no request would reach it (with the Rust SDK, export the app with `atrium_sdk::export!(app)`, not `export!(app, without_http)`)",
+            method.to_ascii_uppercase()
+        ),
+    )
+}
+
 /// Everything a component reports it registered (`handlers.describe`, docs/wit.md), in the
 /// words of the WIT record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -239,6 +255,9 @@ pub struct Registered<'a> {
     pub room_messages: bool,
     /// Routes with a handler, as `<METHOD> <path>`.
     pub routes: &'a [String],
+    /// Whether the component exports `wasi:http/incoming-handler`, without which no route
+    /// handler can be reached.
+    pub serves_http: bool,
 }
 
 /// Checks a whole registration against the manifest with the rules above, in the order the
@@ -290,6 +309,9 @@ pub fn check(
             ));
         };
         route(app, method, path)?;
+        if !registered.serves_http {
+            return Err(route_not_served(method, path));
+        }
         once(&mut seen, "route", entry)?;
     }
     Ok(())
@@ -334,8 +356,25 @@ mod tests {
             events: &events,
             room_messages: true,
             routes: &routes,
+            serves_http: true,
         };
         assert_eq!(check(&m, &registered), Ok(()));
+        let err = check(
+            &m,
+            &Registered {
+                serves_http: false,
+                ..registered.clone()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.rule, RegistrationRule::RouteNotServed);
+        assert!(
+            err.message.starts_with(
+                "cannot register route `GET /items/{id}`: the component does not export wasi:http/incoming-handler"
+            ),
+            "{}",
+            err.message
+        );
         assert_eq!(tool(&m, "lookup", &["desk.read"]), Ok(()));
         assert_eq!(route(&m, "get", "/items/{id}"), Ok(()));
     }

@@ -116,6 +116,34 @@ async fn a_registration_the_manifest_does_not_declare_fails_the_load_check_and_e
         );
         assert_eq!(app.health(&inv(&p)).await.unwrap_err(), err);
     }
+    // A route the manifest declares, registered by a component that does not export
+    // wasi:http/incoming-handler: no request could reach it, so the registration is refused.
+    let app = load_on(
+        runtime(),
+        atrium_test_artifacts::HOSTILE,
+        atrium_test_artifacts::HOSTILE_MANIFEST,
+        |m| {
+            m.runtime
+                .env
+                .insert("HOSTILE_REGISTER".into(), "route:GET /admin".into());
+            m.http_routes.push(atrium_manifest::HttpRoute {
+                path: "/admin".into(),
+                method: atrium_manifest::Method::Get,
+                public: false,
+            });
+        },
+    );
+    assert!(!app.has_http());
+    let err = app.verify().await.unwrap_err();
+    let CallError::Registration(text) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        text.starts_with(
+            "cannot register route `GET /admin`: the component does not export wasi:http/incoming-handler"
+        ),
+        "{text}"
+    );
     let app = hostile_on(runtime(), "");
     app.verify().await.unwrap();
     assert_eq!(app.call_tool(&inv(&p), "noop", "{}").await.unwrap(), "{}");

@@ -130,6 +130,71 @@ async fn optional_exports_are_detected() {
     );
 }
 
+/// The interfaces a component imports (its own import section, not those of the modules and
+/// components nested in it).
+fn component_imports(path: &str) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut depth = 0_u32;
+    let mut names = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(&bytes) {
+        match payload.unwrap() {
+            wasmparser::Payload::Version { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth -= 1,
+            wasmparser::Payload::ComponentImportSection(reader) if depth == 1 => {
+                for import in reader {
+                    names.push(import.unwrap().name.name.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
+#[tokio::test]
+async fn an_sdk_app_exported_without_http_imports_no_wasi_http() {
+    let echo = load_on(
+        runtime(),
+        atrium_test_artifacts::ECHO,
+        atrium_test_artifacts::ECHO_MANIFEST,
+        |_| {},
+    );
+    assert!(echo.has_handlers() && !echo.has_http() && echo.preinitialized());
+    let p = platform();
+    assert_eq!(
+        echo.call_tool(&inv(&p), "echo", r#"{"a":[1,2]}"#)
+            .await
+            .unwrap(),
+        r#"{"a":[1,2]}"#
+    );
+    let lean = component_imports(atrium_test_artifacts::ECHO);
+    assert!(
+        lean.iter().all(|i| !i.starts_with("wasi:http/")),
+        "{lean:#?}"
+    );
+    assert!(
+        lean.iter().any(|i| i.starts_with("atrium:app/")),
+        "{lean:#?}"
+    );
+    // The same SDK exported with HTTP (probe declares routes) imports wasi:http.
+    let full = component_imports(atrium_test_artifacts::PROBE);
+    assert!(
+        full.iter().any(|i| i.starts_with("wasi:http/types")),
+        "{full:#?}"
+    );
+    // An app that declares no route and says so is lean too.
+    for lean_example in [
+        atrium_test_artifacts::MINIMAL,
+        atrium_test_artifacts::ROOM_BOT,
+    ] {
+        let imports = component_imports(lean_example);
+        assert!(
+            imports.iter().all(|i| !i.starts_with("wasi:http/")),
+            "{lean_example}: {imports:#?}"
+        );
+    }
+}
+
 #[test]
 fn a_component_that_does_not_validate_is_a_compile_error() {
     let m = manifest(atrium_test_artifacts::MINIMAL_MANIFEST);

@@ -33,7 +33,7 @@ pub fn app() -> Result<App, RegistrationError> {
     Ok(app)
 }
 
-atrium_sdk::export!(app);
+atrium_sdk::export!(app, without_http);
 
 #[cfg(test)]
 mod tests {
