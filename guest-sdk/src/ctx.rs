@@ -66,17 +66,54 @@ pub trait Backend {
     /// `logging.log`.
     fn log(&self, level: LogLevel, message: &str);
     /// Outbound HTTP (`wasi:http/outgoing-handler`), allowed only to `network.egress_hosts`.
-    ///
-    /// In a component, `ctx.http` does not come here: it calls `wasi:http` directly, so that a
-    /// component whose code never sends a request does not import `wasi:http` at all (fewer
-    /// imports make every instance cheaper to start; docs/sdk.md, "Lean components"). The
-    /// default refuses, for backends that send nothing.
-    fn http_send(&self, request: &OutboundRequest) -> Result<Response, String> {
-        Err(format!(
-            "{} {}: this backend sends no HTTP",
-            request.method, request.url
-        ))
-    }
+    fn http_send(&self, request: &OutboundRequest) -> Result<Response, String>;
+}
+
+/// How a context reaches the platform: a backend through its table of methods, or, in a
+/// component, the component's imports called directly. Direct calls let the linker keep only
+/// the imports an app's code uses, where a table of every method would keep them all: a
+/// component that never posts to a room or sends a request does not import `rooms.post` or
+/// `wasi:http`, and each of its instances starts faster for it (docs/sdk.md, "Lean
+/// components").
+#[derive(Clone, Copy)]
+pub(crate) enum Via<'a> {
+    Backend(&'a dyn Backend),
+    #[cfg(target_arch = "wasm32")]
+    Imports,
+}
+
+macro_rules! via {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) $(-> $ret:ty)?;)*) => {
+        impl Via<'_> {
+            $(
+                fn $name(self $(, $arg: $ty)*) $(-> $ret)? {
+                    match self {
+                        Via::Backend(backend) => backend.$name($($arg),*),
+                        #[cfg(target_arch = "wasm32")]
+                        Via::Imports => Backend::$name(&crate::wasm::Imports $(, $arg)*),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+via! {
+    fn call_info(&self) -> CallInfo;
+    fn public_callback_url(&self, path: &str) -> Result<String, String>;
+    fn call_tool(&self, name: &str, args: &str) -> Result<String, ToolCallError>;
+    fn secret(&self, key: &str) -> Option<String>;
+    fn config_get(&self, key: &str) -> Option<String>;
+    fn config_all(&self) -> String;
+    fn room_post(&self, room_id: &str, content: &str, from_agent: &str, metadata: Option<&str>) -> Result<RoomPost, ToolCallError>;
+    fn delegate(&self, target: &str, prompt: &str, from_agent: &str) -> Result<String, AgentCallError>;
+    fn invoke(&self, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError>;
+    fn fetch(&self, app: &str, path: &str, method: &str, body: Option<&[u8]>) -> Result<FetchResponse, AgentCallError>;
+    fn emit(&self, name: &str, payload: &str) -> Result<EmitResult, AgentCallError>;
+    fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError>;
+    fn add_commitment(&self, title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Result<String, ToolCallError>;
+    fn log(&self, level: LogLevel, message: &str);
+    fn http_send(&self, request: &OutboundRequest) -> Result<Response, String>;
 }
 
 /// An outbound HTTP request.
@@ -95,7 +132,7 @@ pub struct OutboundRequest {
 /// The context of one call. Its fields mirror `ctx` of docs/sdk.md: `ctx.tools.call(...)`,
 /// `ctx.secrets.get(...)`, `ctx.rooms.post(...)`, and so on.
 pub struct Ctx<'a> {
-    backend: &'a dyn Backend,
+    via: Via<'a>,
     info: OnceCell<CallInfo>,
     /// Platform tools.
     pub tools: Tools<'a>,
@@ -124,39 +161,35 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// A context over a backend.
     pub fn new(backend: &'a dyn Backend) -> Self {
-        Self::with_http(backend, false)
+        Self::via(Via::Backend(backend))
     }
 
-    /// The context of a call into the component: `ctx.http` sends through `wasi:http` itself
-    /// instead of the backend.
+    /// The context of a call into the component: the platform through its imports.
     #[cfg(target_arch = "wasm32")]
-    pub(crate) fn in_component(backend: &'a dyn Backend) -> Self {
-        Self::with_http(backend, true)
+    pub(crate) fn in_component() -> Self {
+        Self::via(Via::Imports)
     }
 
-    fn with_http(backend: &'a dyn Backend, direct_http: bool) -> Self {
+    fn via(via: Via<'a>) -> Self {
         Ctx {
-            backend,
+            via,
             info: OnceCell::new(),
-            tools: Tools(backend),
-            secrets: Secrets(backend),
-            config: Config(backend),
-            rooms: Rooms(backend),
-            team: Team(backend),
-            apps: Apps(backend),
-            events: Events(backend),
-            agent: Agent(backend),
-            commitments: Commitments(backend),
-            logger: Logger(backend),
-            http: HttpClient {
-                backend,
-                direct: direct_http,
-            },
+            tools: Tools(via),
+            secrets: Secrets(via),
+            config: Config(via),
+            rooms: Rooms(via),
+            team: Team(via),
+            apps: Apps(via),
+            events: Events(via),
+            agent: Agent(via),
+            commitments: Commitments(via),
+            logger: Logger(via),
+            http: HttpClient(via),
         }
     }
 
     fn info(&self) -> &CallInfo {
-        self.info.get_or_init(|| self.backend.call_info())
+        self.info.get_or_init(|| self.via.call_info())
     }
 
     /// The tenant the call is for.
@@ -191,15 +224,13 @@ impl<'a> Ctx<'a> {
 
     /// The public URL of one of the app's public routes for this tenant.
     pub fn public_callback_url(&self, path: &str) -> Result<String, Error> {
-        self.backend
-            .public_callback_url(path)
-            .map_err(Error::Failed)
+        self.via.public_callback_url(path).map_err(Error::Failed)
     }
 }
 
 /// `ctx.tools`.
 #[derive(Clone, Copy)]
-pub struct Tools<'a>(&'a dyn Backend);
+pub struct Tools<'a>(Via<'a>);
 
 impl Tools<'_> {
     /// Calls a platform tool with arguments that serialize to a JSON object.
@@ -231,7 +262,7 @@ impl Tools<'_> {
 
 /// `ctx.secrets`.
 #[derive(Clone, Copy)]
-pub struct Secrets<'a>(&'a dyn Backend);
+pub struct Secrets<'a>(Via<'a>);
 
 impl Secrets<'_> {
     /// A secret's value, or none when it is not set, the key is malformed, or the platform
@@ -245,7 +276,7 @@ impl Secrets<'_> {
 
 /// `ctx.config`: the install settings.
 #[derive(Clone, Copy)]
-pub struct Config<'a>(&'a dyn Backend);
+pub struct Config<'a>(Via<'a>);
 
 impl Config<'_> {
     /// A setting's value, or none when it is not filled in.
@@ -271,7 +302,7 @@ impl Config<'_> {
 
 /// `ctx.rooms`.
 #[derive(Clone, Copy)]
-pub struct Rooms<'a>(&'a dyn Backend);
+pub struct Rooms<'a>(Via<'a>);
 
 impl Rooms<'_> {
     /// Posts to a room as the app's agent `from_agent`.
@@ -299,7 +330,7 @@ impl Rooms<'_> {
 
 /// `ctx.team`.
 #[derive(Clone, Copy)]
-pub struct Team<'a>(&'a dyn Backend);
+pub struct Team<'a>(Via<'a>);
 
 impl Team<'_> {
     /// Delegates `prompt` to agent `target` of this app on behalf of `from_agent`.
@@ -315,7 +346,7 @@ impl Team<'_> {
 
 /// `ctx.apps`.
 #[derive(Clone, Copy)]
-pub struct Apps<'a>(&'a dyn Backend);
+pub struct Apps<'a>(Via<'a>);
 
 impl Apps<'_> {
     /// Invokes agent `agent` of app `app`.
@@ -337,7 +368,7 @@ impl Apps<'_> {
 
 /// `ctx.events`.
 #[derive(Clone, Copy)]
-pub struct Events<'a>(&'a dyn Backend);
+pub struct Events<'a>(Via<'a>);
 
 impl Events<'_> {
     /// Emits event `name` (declared in `emits`) with a payload.
@@ -351,7 +382,7 @@ impl Events<'_> {
 
 /// `ctx.agent`.
 #[derive(Clone, Copy)]
-pub struct Agent<'a>(&'a dyn Backend);
+pub struct Agent<'a>(Via<'a>);
 
 impl Agent<'_> {
     /// Asks one of the app's agents (the default one when `agent` is none).
@@ -362,7 +393,7 @@ impl Agent<'_> {
 
 /// `ctx.commitments`.
 #[derive(Clone, Copy)]
-pub struct Commitments<'a>(&'a dyn Backend);
+pub struct Commitments<'a>(Via<'a>);
 
 impl Commitments<'_> {
     /// Records a commitment of agent `from_agent`; `due_at` is ISO-8601.
@@ -379,7 +410,7 @@ impl Commitments<'_> {
 
 /// `ctx.logger`.
 #[derive(Clone, Copy)]
-pub struct Logger<'a>(&'a dyn Backend);
+pub struct Logger<'a>(Via<'a>);
 
 impl Logger<'_> {
     /// Debugging detail.
@@ -406,21 +437,12 @@ impl Logger<'_> {
 /// `ctx.http`: outbound HTTP. Only hosts in `network.egress_hosts` are reachable; the host
 /// refuses any other before connecting.
 #[derive(Clone, Copy)]
-pub struct HttpClient<'a> {
-    backend: &'a dyn Backend,
-    /// Whether requests go to `wasi:http` directly (in a component) rather than the backend.
-    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-    direct: bool,
-}
+pub struct HttpClient<'a>(Via<'a>);
 
 impl HttpClient<'_> {
     /// Sends a request.
     pub fn send(&self, request: &OutboundRequest) -> Result<Response, Error> {
-        #[cfg(target_arch = "wasm32")]
-        if self.direct {
-            return crate::wasm::send_outbound(request).map_err(Error::Failed);
-        }
-        self.backend.http_send(request).map_err(Error::Failed)
+        self.0.http_send(request).map_err(Error::Failed)
     }
 
     /// A GET request.

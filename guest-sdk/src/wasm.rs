@@ -17,7 +17,8 @@ use crate::{
 /// Largest request body a route reads; a larger one gets 413.
 pub const MAX_REQUEST_BODY: u64 = 1024 * 1024;
 
-/// The platform through the component's imports.
+/// The platform through the component's imports. Contexts call it directly, never through a
+/// `dyn Backend`, so that only the imports an app uses are linked (`ctx::Via`).
 pub struct Imports;
 
 impl Backend for Imports {
@@ -86,6 +87,9 @@ impl Backend for Imports {
     fn log(&self, level: LogLevel, message: &str) {
         wit::logging::log(level, message);
     }
+    fn http_send(&self, request: &crate::OutboundRequest) -> Result<Response, String> {
+        send_outbound(request)
+    }
 }
 
 fn build(build: BuildFn) -> Result<App, HandlerError> {
@@ -128,14 +132,14 @@ pub fn with_app<T>(
     build_app: BuildFn,
     run: impl FnOnce(&App, &Ctx<'_>) -> Result<T, HandlerError>,
 ) -> Result<T, HandlerError> {
-    with_built(build_app, |app| run(app, &Ctx::in_component(&Imports)))
+    with_built(build_app, |app| run(app, &Ctx::in_component()))
 }
 
 /// `wasi:http/incoming-handler.handle`: reads the request, serves it on the registered routes,
 /// writes the response.
 pub fn handle_http(build_app: BuildFn, request: IncomingRequest, out: ResponseOutparam) {
     let response = match read_request(&request) {
-        Ok(req) => with_built(build_app, |app| Ok(app.serve(&Ctx::new(&Imports), req)))
+        Ok(req) => with_built(build_app, |app| Ok(app.serve(&Ctx::in_component(), req)))
             .unwrap_or_else(|e| Response::text(500, &e.to_string())),
         Err(response) => response,
     };
@@ -213,7 +217,7 @@ fn write_response(response: Response, out: ResponseOutparam) {
 /// Largest outbound response body read.
 pub const MAX_OUTBOUND_BODY: u64 = 4 * 1024 * 1024;
 
-pub(crate) fn send_outbound(request: &crate::OutboundRequest) -> Result<Response, String> {
+fn send_outbound(request: &crate::OutboundRequest) -> Result<Response, String> {
     use wasip2::http::outgoing_handler;
     use wasip2::http::types::{OutgoingRequest, Scheme};
 
