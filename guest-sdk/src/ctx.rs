@@ -12,63 +12,6 @@ use crate::{
     AgentCallError, CallInfo, EmitResult, Error, FetchResponse, LogLevel, RoomPost, ToolCallError,
 };
 
-/// The platform as the SDK reaches it: the component's imports in wasm, mocks in tests.
-pub trait Backend {
-    /// `context.current`.
-    fn call_info(&self) -> CallInfo;
-    /// `context.public-callback-url`.
-    fn public_callback_url(&self, path: &str) -> Result<String, String>;
-    /// `tools.call`.
-    fn call_tool(&self, name: &str, args: &str) -> Result<String, ToolCallError>;
-    /// `secrets.get`.
-    fn secret(&self, key: &str) -> Option<String>;
-    /// `config.get`.
-    fn config_get(&self, key: &str) -> Option<String>;
-    /// `config.all`.
-    fn config_all(&self) -> String;
-    /// `rooms.post`.
-    fn room_post(
-        &self,
-        room_id: &str,
-        content: &str,
-        from_agent: &str,
-        metadata: Option<&str>,
-    ) -> Result<RoomPost, ToolCallError>;
-    /// `team.delegate`.
-    fn delegate(
-        &self,
-        target: &str,
-        prompt: &str,
-        from_agent: &str,
-    ) -> Result<String, AgentCallError>;
-    /// `apps.invoke`.
-    fn invoke(&self, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError>;
-    /// `apps.fetch`.
-    fn fetch(
-        &self,
-        app: &str,
-        path: &str,
-        method: &str,
-        body: Option<&[u8]>,
-    ) -> Result<FetchResponse, AgentCallError>;
-    /// `events.emit`.
-    fn emit(&self, name: &str, payload: &str) -> Result<EmitResult, AgentCallError>;
-    /// `agent.ask`.
-    fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError>;
-    /// `commitments.add`.
-    fn add_commitment(
-        &self,
-        title: &str,
-        content: &str,
-        from_agent: &str,
-        due_at: Option<&str>,
-    ) -> Result<String, ToolCallError>;
-    /// `logging.log`.
-    fn log(&self, level: LogLevel, message: &str);
-    /// Outbound HTTP (`wasi:http/outgoing-handler`), allowed only to `network.egress_hosts`.
-    fn http_send(&self, request: &OutboundRequest) -> Result<Response, String>;
-}
-
 /// How a context reaches the platform: a backend through its table of methods, or, in a
 /// component, the component's imports called directly. Direct calls let the linker keep only
 /// the imports an app's code uses, where a table of every method would keep them all: a
@@ -82,8 +25,14 @@ pub(crate) enum Via<'a> {
     Imports,
 }
 
-macro_rules! via {
-    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) $(-> $ret:ty)?;)*) => {
+/// Declares [`Backend`] and, for each of its methods, the same method on [`Via`].
+macro_rules! backend {
+    ($(#[doc = $doc:literal] fn $name:ident(&self $(, $arg:ident: $ty:ty)*) $(-> $ret:ty)?;)*) => {
+        /// The platform as the SDK reaches it: the component's imports in wasm, mocks in tests.
+        pub trait Backend {
+            $(#[doc = $doc] fn $name(&self $(, $arg: $ty)*) $(-> $ret)?;)*
+        }
+
         impl Via<'_> {
             $(
                 fn $name(self $(, $arg: $ty)*) $(-> $ret)? {
@@ -98,21 +47,36 @@ macro_rules! via {
     };
 }
 
-via! {
+backend! {
+    /// `context.current`.
     fn call_info(&self) -> CallInfo;
+    /// `context.public-callback-url`.
     fn public_callback_url(&self, path: &str) -> Result<String, String>;
+    /// `tools.call`.
     fn call_tool(&self, name: &str, args: &str) -> Result<String, ToolCallError>;
+    /// `secrets.get`.
     fn secret(&self, key: &str) -> Option<String>;
+    /// `config.get`.
     fn config_get(&self, key: &str) -> Option<String>;
+    /// `config.all`.
     fn config_all(&self) -> String;
+    /// `rooms.post`.
     fn room_post(&self, room_id: &str, content: &str, from_agent: &str, metadata: Option<&str>) -> Result<RoomPost, ToolCallError>;
+    /// `team.delegate`.
     fn delegate(&self, target: &str, prompt: &str, from_agent: &str) -> Result<String, AgentCallError>;
+    /// `apps.invoke`.
     fn invoke(&self, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError>;
+    /// `apps.fetch`.
     fn fetch(&self, app: &str, path: &str, method: &str, body: Option<&[u8]>) -> Result<FetchResponse, AgentCallError>;
+    /// `events.emit`.
     fn emit(&self, name: &str, payload: &str) -> Result<EmitResult, AgentCallError>;
+    /// `agent.ask`.
     fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError>;
+    /// `commitments.add`.
     fn add_commitment(&self, title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Result<String, ToolCallError>;
+    /// `logging.log`.
     fn log(&self, level: LogLevel, message: &str);
+    /// Outbound HTTP (`wasi:http/outgoing-handler`), allowed only to `network.egress_hosts`.
     fn http_send(&self, request: &OutboundRequest) -> Result<Response, String>;
 }
 

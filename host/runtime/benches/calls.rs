@@ -21,23 +21,27 @@ fn manifest(path: &str) -> atrium_manifest::Manifest {
     atrium_manifest::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn probe(runtime: &Runtime) -> App {
+fn load(runtime: &Runtime, component: &str, manifest_path: &str) -> App {
     runtime
-        .load_file(
-            std::path::Path::new(atrium_test_artifacts::PROBE),
-            manifest(atrium_test_artifacts::PROBE_MANIFEST),
-        )
+        .load_file(std::path::Path::new(component), manifest(manifest_path))
         .unwrap()
+}
+
+fn probe(runtime: &Runtime) -> App {
+    load(
+        runtime,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+    )
 }
 
 /// The trivial app: `echo` alone, exported `without_http` (no `wasi:http` import).
 fn echo(runtime: &Runtime) -> App {
-    runtime
-        .load_file(
-            std::path::Path::new(atrium_test_artifacts::ECHO),
-            manifest(atrium_test_artifacts::ECHO_MANIFEST),
-        )
-        .unwrap()
+    load(
+        runtime,
+        atrium_test_artifacts::ECHO,
+        atrium_test_artifacts::ECHO_MANIFEST,
+    )
 }
 
 fn bench_compile(c: &mut Criterion) {
@@ -87,12 +91,11 @@ fn bench_call(c: &mut Criterion) {
                 .iter(|| async { lean.call_tool(&inv, "echo", "{}").await.unwrap() });
         },
     );
-    let minimal = runtime
-        .load_file(
-            std::path::Path::new(atrium_test_artifacts::MINIMAL),
-            manifest(atrium_test_artifacts::MINIMAL_MANIFEST),
-        )
-        .unwrap();
+    let minimal = load(
+        &runtime,
+        atrium_test_artifacts::MINIMAL,
+        atrium_test_artifacts::MINIMAL_MANIFEST,
+    );
     group.bench_function("health check, fresh instance (hello-minimal)", |b| {
         b.to_async(&tokio)
             .iter(|| async { minimal.health(&inv).await.unwrap() });
@@ -134,16 +137,13 @@ fn percentiles(app: &App, inv: &Invocation, label: &str) {
 /// Where the time of a call goes: instantiation alone (an HTTP-only component's health check),
 /// a call into a component written with wit-bindgen alone, and the same through the SDK.
 fn breakdown(runtime: &Runtime, inv: &Invocation) {
-    let load = |component: &str, manifest_path: &str| {
-        runtime
-            .load_file(std::path::Path::new(component), manifest(manifest_path))
-            .unwrap()
-    };
     let plain = load(
+        runtime,
         atrium_test_artifacts::PLAIN_HTTP,
         atrium_test_artifacts::PLAIN_HTTP_MANIFEST,
     );
     let only = load(
+        runtime,
         atrium_test_artifacts::HANDLERS_ONLY,
         atrium_test_artifacts::HANDLERS_ONLY_MANIFEST,
     );
