@@ -4,6 +4,8 @@
 //! with componentize-py) and TypeScript (`tests/guests/ts-limits`, componentize-js).
 //!
 //! `cargo bench -p atrium-runtime --bench sdks` prints one Markdown table.
+//! `ATRIUM_BENCH_CPU_CORES` sets every app's `runtime.resources.cpu_cores` (the guests' own
+//! manifests ask for 1.0).
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
@@ -63,7 +65,11 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for (name, component, manifest_path) in apps {
         let bytes = std::fs::read(&component).unwrap();
-        let m = manifest(&manifest_path);
+        let mut m = manifest(&manifest_path);
+        if let Ok(cores) = std::env::var("ATRIUM_BENCH_CPU_CORES") {
+            m.runtime.resources.cpu_cores =
+                cores.parse().expect("ATRIUM_BENCH_CPU_CORES is a number");
+        }
         // Cold: a runtime without a cache compiles the component; the median of three.
         let mut cold = Vec::new();
         for _ in 0..3 {
