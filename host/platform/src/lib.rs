@@ -8,14 +8,15 @@
 //!   owner; the preflight that checks a project before it is deployed.
 //! - [`artifacts`]: content-addressed blobs (components, bundle and docs files) on the local
 //!   disk or an S3-compatible bucket, through `object_store`.
-//! - [`archive`]: reading an uploaded tar or zip archive without trusting any of its paths, and
+//! - [`archive`] (the `atrium-archive` crate, apart so that its fuzz target builds alone):
+//!   reading an uploaded tar or zip archive without trusting any of its paths, and
 //!   [`files`]: writing files under a directory that no path can escape (`cap-std`).
 //! - [`sealing`]: the AEAD that encrypts secrets at rest.
 //! - [`scopes`]: the platform's scope catalogue.
 //! - [`serving`]: calling installed apps: loaded components shared across installs, and the
 //!   runtime's `Platform` over the SQL store (platform tools, secrets).
 
-pub mod archive;
+pub use atrium_archive as archive;
 pub mod artifacts;
 pub mod files;
 pub mod identity;

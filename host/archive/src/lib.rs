@@ -16,7 +16,7 @@
 //! who uploaded the archive.
 //!
 //! ```
-//! use atrium_platform::archive::{self, Limits};
+//! use atrium_archive::{self as archive, Limits};
 //!
 //! let limits = Limits { max_files: 100, max_file_bytes: 1 << 20, max_total_bytes: 8 << 20 };
 //! let err = archive::read(b"not an archive", &limits).unwrap_err();
