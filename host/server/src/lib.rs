@@ -195,6 +195,7 @@ pub async fn serve(
     // Every request carries its connection, for the shedding of requests that waited unread.
     let routes =
         router(state.clone()).into_make_service_with_connect_info::<overload::Connection>();
+    let listener = overload::Gate::new(listener, state.limiter.clone());
     let served = axum::serve(listener, routes)
         .with_graceful_shutdown(shutdown)
         .await;

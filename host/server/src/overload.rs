@@ -19,6 +19,13 @@
 //!     polled (the queue of tasks that are ready but wait for a core).
 //!
 //!   Shed requests are not logged one by one; one warning every ten seconds counts them.
+//!
+//! A request is shed where it costs the host least. The first request of a new connection is
+//! looked at by [`Gate`], the host's listener, as the connection is accepted: if the host is
+//! past its capacity, the request's bytes are read and dropped, a canned 503 is written and
+//! the connection is closed, all without a task, an HTTP parser or the router (a flood of new
+//! connections is what a host past its capacity meets most). Requests on connections already
+//! open are shed by [`shed`], the outermost layer of the router, before their body is read.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -400,8 +407,73 @@ pub struct Connection {
     answered: Arc<Mutex<Option<Instant>>>,
 }
 
-impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for Connection {
-    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+/// The host's listener: a TCP listener that refuses, as it accepts them, the connections whose
+/// first request arrives while the host is past its capacity (see the module's documentation).
+pub struct Gate {
+    listener: tokio::net::TcpListener,
+    limiter: Arc<Limiter>,
+}
+
+impl Gate {
+    /// Accepts on `listener`, shedding by `limiter`.
+    pub fn new(listener: tokio::net::TcpListener, limiter: Arc<Limiter>) -> Self {
+        Gate { listener, limiter }
+    }
+
+    /// Answers the request waiting on `stream` with 503 `overloaded` and closes the connection.
+    /// Nothing here waits: what is not readable or writable at once is left to the close.
+    fn refuse(stream: &tokio::net::TcpStream, reason: String) {
+        // The request's bytes are read first, so that the close that follows the answer is a
+        // FIN, not a reset that could overtake the answer (a body still on its way meets the
+        // reset, after the answer).
+        let mut sink = [0u8; 16 * 1024];
+        for _ in 0..4 {
+            match stream.try_read(&mut sink) {
+                Ok(n) if n == sink.len() => {}
+                _ => break,
+            }
+        }
+        let body = ApiError::overloaded(reason, 1).body().to_string();
+        let answer = format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = stream.try_write(answer.as_bytes());
+    }
+}
+
+impl axum::serve::Listener for Gate {
+    type Io = tokio::net::TcpStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        use std::os::fd::AsRawFd;
+        loop {
+            let (stream, addr) = axum::serve::Listener::accept(&mut self.listener).await;
+            // Only a connection whose request is already there is answered here: a client
+            // that has connected and not yet written gets its answer, 503 or not, from the
+            // router.
+            // The health check is never shed, here as in [`shed`].
+            let fd = stream.as_raw_fd();
+            if readable_bytes(fd) > 0
+                && !asks_for_health(fd)
+                && let Some(reason) = self.limiter.shed_reason(unread_for(fd))
+            {
+                self.limiter.shed.fetch_add(1, Ordering::Relaxed);
+                Gate::refuse(&stream, reason);
+                continue;
+            }
+            return (stream, addr);
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.listener.local_addr()
+    }
+}
+
+impl Connected<IncomingStream<'_, Gate>> for Connection {
+    fn connect_info(stream: IncomingStream<'_, Gate>) -> Self {
         use std::os::fd::AsRawFd;
         Connection {
             socket: Some(stream.io().as_raw_fd()),
@@ -461,6 +533,57 @@ fn unread_for(fd: std::os::fd::RawFd) -> Option<Duration> {
 #[cfg(not(target_os = "linux"))]
 fn unread_for(_fd: std::os::fd::RawFd) -> Option<Duration> {
     None
+}
+
+/// How many bytes wait unread on the socket `fd` (`FIONREAD`); 0 if the kernel does not say.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn readable_bytes(fd: std::os::fd::RawFd) -> usize {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one `int` through the pointer, which is valid for the call; a
+    // descriptor that is not a socket fails the call and is answered with 0.
+    let read = unsafe { libc::ioctl(fd, libc::FIONREAD, &raw mut count) };
+    if read == 0 {
+        usize::try_from(count).unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+/// Whether the request waiting on the socket `fd` is the health check (`GET /health` or
+/// `HEAD /health`), by a look at its first bytes that leaves them for the reader.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn asks_for_health(fd: std::os::fd::RawFd) -> bool {
+    let mut head = [0u8; 13];
+    // SAFETY: `recv` writes at most `head.len()` bytes into `head`, which is valid for the
+    // call; MSG_PEEK leaves them in the socket and MSG_DONTWAIT keeps the call from waiting.
+    let read = unsafe {
+        libc::recv(
+            fd,
+            head.as_mut_ptr().cast(),
+            head.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    let Ok(read) = usize::try_from(read) else {
+        return false;
+    };
+    let head = &head[..read];
+    [&b"GET /health"[..], b"HEAD /health"].iter().any(|line| {
+        head.strip_prefix(*line)
+            .is_some_and(|rest| rest.first().is_none_or(|b| matches!(b, b' ' | b'?')))
+    })
+}
+
+#[cfg(not(unix))]
+fn asks_for_health(_fd: std::os::fd::RawFd) -> bool {
+    false
+}
+
+#[cfg(not(unix))]
+fn readable_bytes(_fd: std::os::fd::RawFd) -> usize {
+    0
 }
 
 /// The global limits, around every route but `/health`: a request past them is answered

@@ -1,6 +1,7 @@
 //! Overload over HTTP against a running host: per-key and per-tenant rate limits answer 429
 //! with `Retry-After` and keep to their own credential, tenant and organization; past the
-//! in-flight cap a request is answered 503 at once, and the host recovers when load drops.
+//! in-flight cap a request is answered 503 at once (on a new connection by the listener, before
+//! the router), and the host recovers when load drops.
 
 use std::time::Duration;
 
@@ -144,6 +145,26 @@ async fn models_until(
     panic!("GET /v1/models never answered {status}");
 }
 
+/// Writes `request` on `stream` and reads one answer: its head and its `content-length` body.
+async fn exchange(stream: &mut tokio::net::TcpStream, request: &str) -> String {
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "closed mid-head");
+        answer.push(byte[0]);
+    }
+    let head = String::from_utf8(answer.clone()).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map_or(0, |n| n.trim().parse().unwrap());
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).await.unwrap();
+    answer.extend(body);
+    String::from_utf8(answer).unwrap()
+}
+
 #[tokio::test]
 async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_recovers() {
     let (store, _dir) = stores().await.remove(0);
@@ -155,8 +176,17 @@ async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_r
     let base = host.base().to_owned();
     let key = store.create_key(&unique("acme"), "ops").await.unwrap();
 
-    // One request held in flight: its body is announced and not yet sent.
+    // A connection opened before the overload, kept open.
     let addr = base.trim_start_matches("http://").to_owned();
+    let models_request = format!(
+        "GET /v1/models HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\n\r\n",
+        key.secret
+    );
+    let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let answer = exchange(&mut kept, &models_request).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
+    // One request held in flight: its body is announced and not yet sent.
     let mut held = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let head = format!(
         "POST /v1/embeddings HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: 64\r\n\r\n{{",
@@ -180,6 +210,34 @@ async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_r
     let health = client.get(format!("{base}/health")).send().await.unwrap();
     assert_eq!(health.status(), StatusCode::OK);
 
+    // A new connection's request is refused as the connection is accepted, before the router:
+    // the canned answer closes the connection. On a new connection the health check is
+    // still answered.
+    let mut fresh = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    fresh.write_all(models_request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    fresh.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    for part in [
+        "connection: close\r\n",
+        "retry-after: 1\r\n",
+        r#""code":"overloaded""#,
+        "requests are in flight (the limit is 1)",
+    ] {
+        assert!(answer.contains(part), "{part}: {answer}");
+    }
+    let mut fresh = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let answer = exchange(
+        &mut fresh,
+        &format!("GET /health HTTP/1.1\r\nhost: {addr}\r\n\r\n"),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // On the connection opened before, the router sheds the request and keeps the connection.
+    let answer = exchange(&mut kept, &models_request).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(!answer.contains("connection: close"), "{answer}");
+
     // The held request completes (a 400 for its body), and the host takes requests again.
     held.write_all(&[b' '; 63]).await.unwrap();
     let mut answer = vec![0u8; 12];
@@ -187,6 +245,8 @@ async fn past_the_in_flight_cap_a_request_is_answered_503_at_once_and_the_host_r
     assert!(answer.starts_with(b"HTTP/1.1 400"), "{answer:?}");
     drop(held);
     models_until(&client, &base, &key.secret, StatusCode::OK).await;
+    let answer = exchange(&mut kept, &models_request).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     host.stop().await;
 }
 
