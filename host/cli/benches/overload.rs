@@ -20,7 +20,9 @@
 //! of chat completions: the host's own work, with no upstream in the loop.
 //! `ATRIUM_BENCH_HOST_NICE` (default 0) runs the host at that scheduling priority, below the
 //! tool's, so that the tool, which stands for clients elsewhere, is not the one starved of the
-//! cores. Latency counts from the moment a request was due (the generator's lateness included:
+//! cores. `ATRIUM_BENCH_HOST_CPUS` (a `taskset` list, say `0`) runs the host on those cores only
+//! and moves the tool to the others, so that neither takes the other's core: the host's
+//! capacity is then that of its cores, and the tool sends and reads on time. Latency counts from the moment a request was due (the generator's lateness included:
 //! a host that falls behind cannot hide it) and from the moment it was sent. A request the
 //! client gives up on after 30 s counts as a timeout.
 #![allow(
@@ -228,7 +230,7 @@ fn main() {
         Ok("chat") | Err(_) => Endpoint::Chat,
         Ok(other) => panic!("ATRIUM_BENCH_ENDPOINT: `chat` or `embeddings`, not `{other}`"),
     };
-    let nice = support::env_number::<u8>("ATRIUM_BENCH_HOST_NICE", 0).min(19);
+    let placement = support::Placement::from_env();
     let base = upstream(Duration::from_millis(upstream_ms));
     // The generator's own runtime: two workers, as many as the machine has cores.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -254,7 +256,7 @@ fn main() {
                 ("ATRIUM_MISTRAL_API_KEY", "bench"),
                 ("ATRIUM_MISTRAL_BASE_URL", base.as_str()),
             ],
-            nice,
+            &placement,
         )
         .await;
         // Warm the connections and the host's remembered keys.
@@ -265,8 +267,9 @@ fn main() {
             data.path().join("host.log").display()
         );
         println!(
-            "atrium serve ({} build, nice {nice}), fake upstream answering in {upstream_ms} ms, {seconds} s per rate",
-            if cfg!(debug_assertions) { "dev" } else { "release" }
+            "atrium serve ({} build, {}), fake upstream answering in {upstream_ms} ms, {seconds} s per rate",
+            if cfg!(debug_assertions) { "dev" } else { "release" },
+            placement.describe()
         );
         for (scenario, keys) in [("one key", &keys[..1]), ("many keys", &keys[..])] {
             for &rate in &rates {

@@ -390,13 +390,13 @@ fn main() {
     runtime.block_on(async {
         let data = tempfile::tempdir().unwrap();
         let _ = LOG.set(data.path().join("host.log"));
-        let host = HostProcess::start(data.path(), &[], 0).await;
+        let host = HostProcess::start(data.path(), &[], &support::Placement::default()).await;
         let (rss, _) = host.rss();
         println!("empty host: RSS {:.1} MiB", mib(rss));
         let fixture = Arc::new(setup(&host, data.path(), tenants).await);
         host.stop();
 
-        let host = HostProcess::start(data.path(), &[], 0).await;
+        let host = HostProcess::start(data.path(), &[], &support::Placement::default()).await;
         tokio::time::sleep(Duration::from_secs(10)).await;
         let (idle, _) = host.rss();
         println!(

@@ -4,6 +4,72 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Where the host runs beside the load tool: its scheduling priority, and the cores it may use.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// 0 to 19: the higher, the less of a busy core the host gets beside the load tool.
+    pub nice: u8,
+    /// A `taskset` list of cores (`0`, `0-1`); the load tool then keeps to the others.
+    pub cpus: Option<String>,
+}
+
+impl Placement {
+    /// `ATRIUM_BENCH_HOST_NICE` and `ATRIUM_BENCH_HOST_CPUS`. With cores named, this process
+    /// (and every thread it starts from now on) is moved to the machine's other cores, so that
+    /// the load tool and the host no longer share one; with none left over, it panics.
+    pub fn from_env() -> Placement {
+        let nice = env_number::<u8>("ATRIUM_BENCH_HOST_NICE", 0).min(19);
+        let cpus = std::env::var("ATRIUM_BENCH_HOST_CPUS")
+            .ok()
+            .filter(|c| !c.trim().is_empty());
+        if let Some(host) = &cpus {
+            let host_cores = cores_of(host);
+            let all = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+            let rest: Vec<String> = (0..all)
+                .filter(|c| !host_cores.contains(c))
+                .map(|c| c.to_string())
+                .collect();
+            assert!(
+                !rest.is_empty(),
+                "ATRIUM_BENCH_HOST_CPUS={host} leaves no core of the {all} for the load tool"
+            );
+            let status = Command::new("taskset")
+                .args(["-p", "-c", &rest.join(","), &std::process::id().to_string()])
+                .stdout(Stdio::null())
+                .status()
+                .expect("taskset (util-linux) runs");
+            assert!(status.success(), "taskset could not move the load tool");
+        }
+        Placement { nice, cpus }
+    }
+
+    /// How it reads in a report.
+    pub fn describe(&self) -> String {
+        match &self.cpus {
+            Some(cpus) => format!("nice {}, cores {cpus}, the load tool on the others", self.nice),
+            None => format!("nice {}, cores shared with the load tool", self.nice),
+        }
+    }
+}
+
+/// The cores a `taskset` list names: `0,2-3` is 0, 2 and 3.
+fn cores_of(list: &str) -> Vec<usize> {
+    let mut cores = Vec::new();
+    for part in list.split(',') {
+        let part = part.trim();
+        let bound = |b: &str| {
+            b.trim()
+                .parse::<usize>()
+                .unwrap_or_else(|_| panic!("ATRIUM_BENCH_HOST_CPUS: `{part}` is not a core or a range"))
+        };
+        match part.split_once('-') {
+            Some((from, to)) => cores.extend(bound(from)..=bound(to)),
+            None => cores.push(bound(part)),
+        }
+    }
+    cores
+}
+
 /// `atrium serve` as a child process.
 pub struct HostProcess {
     child: Child,
@@ -13,9 +79,9 @@ pub struct HostProcess {
 
 impl HostProcess {
     /// Starts it over the data directory `data`, with `env` added to the environment, and
-    /// waits until it answers `/health`; its log goes to `data/host.log`. `nice` is its scheduling priority (0 to 19: the higher, the less of a busy core the host
-    /// gets beside the load tool).
-    pub async fn start(data: &Path, env: &[(&str, &str)], nice: u8) -> HostProcess {
+    /// waits until it answers `/health`; its log goes to `data/host.log`. `placement` says at
+    /// which priority and on which cores it runs.
+    pub async fn start(data: &Path, env: &[(&str, &str)], placement: &Placement) -> HostProcess {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -26,14 +92,13 @@ impl HostProcess {
             .append(true)
             .open(data.join("host.log"))
             .unwrap();
-        let mut command = if nice == 0 {
-            Command::new(env!("CARGO_BIN_EXE_atrium"))
-        } else {
-            let mut niced = Command::new("nice");
-            niced.args(["-n", &nice.to_string(), env!("CARGO_BIN_EXE_atrium")]);
-            niced
-        };
+        let mut command = Command::new("nice");
+        command.args(["-n", &placement.nice.to_string()]);
+        if let Some(cpus) = &placement.cpus {
+            command.args(["taskset", "-c", cpus]);
+        }
         let child = command
+            .arg(env!("CARGO_BIN_EXE_atrium"))
             .args(["serve", "--no-demo", "--addr", &format!("127.0.0.1:{port}")])
             .arg("--data-dir")
             .arg(data)
