@@ -191,6 +191,7 @@ pub async fn serve(
         .retrieval
         .clone()
         .map(|retrieval| retrieval.spawn_upkeep(stopped));
+    state.limiter.watch_metering(state.metering.clone());
     state.limiter.serving();
     // Every request carries its connection, for the shedding of requests that waited unread.
     let routes =

@@ -229,6 +229,8 @@ pub struct Limiter {
     /// When the host began to serve: a request that arrived before (a client that connected
     /// while the host was starting) waited for the start, not in a queue of the host's.
     serving_since: Mutex<Option<Instant>>,
+    /// The metering writer, whose queue every answered request hands its usage record to.
+    metering: std::sync::OnceLock<atrium_store::Metering>,
 }
 
 impl Default for Limiter {
@@ -254,7 +256,15 @@ impl Limiter {
             shed: AtomicU64::new(0),
             limited: AtomicU64::new(0),
             serving_since: Mutex::new(None),
+            metering: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sheds requests, too, while the usage records of those answered wait longer than
+    /// `max_queue_delay` for `metering`'s writer, or fill its queue (`atrium_server::serve`
+    /// calls it): past that point every admitted request would wait to hand over its record.
+    pub fn watch_metering(&self, metering: atrium_store::Metering) {
+        let _ = self.metering.set(metering);
     }
 
     /// The limits.
@@ -337,6 +347,18 @@ impl Limiter {
             return Some(format!(
                 "the host is overloaded: requests wait {} ms for a core (the limit is {} ms)",
                 delay.as_millis(),
+                self.limits.max_queue_delay.as_millis()
+            ));
+        }
+        if let Some(backlog) = self
+            .metering
+            .get()
+            .and_then(atrium_store::Metering::backlog)
+            && (backlog.full || backlog.wait > self.limits.max_queue_delay)
+        {
+            return Some(format!(
+                "the host is overloaded: the usage records of answered requests wait {} ms to be stored (the limit is {} ms)",
+                backlog.wait.as_millis(),
                 self.limits.max_queue_delay.as_millis()
             ));
         }

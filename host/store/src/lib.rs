@@ -50,7 +50,7 @@ pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
-pub use meter::Metering;
+pub use meter::{Backlog, Metering};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
