@@ -46,7 +46,10 @@ impl Placement {
     /// How it reads in a report.
     pub fn describe(&self) -> String {
         match &self.cpus {
-            Some(cpus) => format!("nice {}, cores {cpus}, the load tool on the others", self.nice),
+            Some(cpus) => format!(
+                "nice {}, cores {cpus}, the load tool on the others",
+                self.nice
+            ),
             None => format!("nice {}, cores shared with the load tool", self.nice),
         }
     }
@@ -58,9 +61,9 @@ fn cores_of(list: &str) -> Vec<usize> {
     for part in list.split(',') {
         let part = part.trim();
         let bound = |b: &str| {
-            b.trim()
-                .parse::<usize>()
-                .unwrap_or_else(|_| panic!("ATRIUM_BENCH_HOST_CPUS: `{part}` is not a core or a range"))
+            b.trim().parse::<usize>().unwrap_or_else(|_| {
+                panic!("ATRIUM_BENCH_HOST_CPUS: `{part}` is not a core or a range")
+            })
         };
         match part.split_once('-') {
             Some((from, to)) => cores.extend(bound(from)..=bound(to)),
