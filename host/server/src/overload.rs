@@ -18,14 +18,18 @@
 //!   - the runtime's: how late a probe task that asked to wake after a few milliseconds is
 //!     polled (the queue of tasks that are ready but wait for a core).
 //!
+//!   A third queue sheds too: the metering writer's, where every answered request hands over
+//!   its usage record. While its records wait longer than `max_queue_delay`, or fill it, each
+//!   request admitted would wait there, unseen by the two measures above.
+//!
 //!   Shed requests are not logged one by one; one warning every ten seconds counts them.
 //!
 //! A request is shed where it costs the host least. The first request of a new connection is
 //! looked at by [`Gate`], the host's listener, as the connection is accepted: if the host is
 //! past its capacity, the request's bytes are read and dropped, a canned 503 is written and
-//! the connection is closed, all without a task, an HTTP parser or the router (a flood of new
-//! connections is what a host past its capacity meets most). Requests on connections already
-//! open are shed by [`shed`], the outermost layer of the router, before their body is read.
+//! the connection is closed, all without a task, an HTTP parser or the router. Requests on
+//! connections already open are shed by [`shed`], the outermost layer of the router, before
+//! their body is read.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -474,8 +478,7 @@ impl axum::serve::Listener for Gate {
             let (stream, addr) = axum::serve::Listener::accept(&mut self.listener).await;
             // Only a connection whose request is already there is answered here: a client
             // that has connected and not yet written gets its answer, 503 or not, from the
-            // router.
-            // The health check is never shed, here as in [`shed`].
+            // router. The health check is never shed, here as in [`shed`].
             let fd = stream.as_raw_fd();
             if readable_bytes(fd) > 0
                 && !asks_for_health(fd)
