@@ -16,8 +16,9 @@
 //! 4. idle again, 10 seconds later.
 //!
 //! `ATRIUM_BENCH_TENANTS` (default 1,000) and `ATRIUM_BENCH_RATE` (default 1,000) change the
-//! scale. Each request's latency is from the moment it was due, so a slow host cannot hide
-//! its queueing (no coordinated omission).
+//! scale, and `ATRIUM_BENCH_HOST_NICE` and `ATRIUM_BENCH_HOST_CPUS` where the host runs beside
+//! this tool (as in the overload bench). Each request's latency is from the moment it was due,
+//! so a slow host cannot hide its queueing (no coordinated omission).
 #![allow(
     clippy::expect_used,
     clippy::unwrap_used,
@@ -383,6 +384,8 @@ fn mib(kib: u64) -> f64 {
 fn main() {
     let tenants = support::env_number::<usize>("ATRIUM_BENCH_TENANTS", 1_000);
     let rate = support::env_number::<usize>("ATRIUM_BENCH_RATE", 1_000);
+    // Before the runtime starts a thread: with host cores named, this process moves off them.
+    let placement = support::Placement::from_env();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -390,13 +393,17 @@ fn main() {
     runtime.block_on(async {
         let data = tempfile::tempdir().unwrap();
         let _ = LOG.set(data.path().join("host.log"));
-        let host = HostProcess::start(data.path(), &[], &support::Placement::default()).await;
+        let host = HostProcess::start(data.path(), &[], &placement).await;
         let (rss, _) = host.rss();
-        println!("empty host: RSS {:.1} MiB", mib(rss));
+        println!(
+            "atrium serve ({}); empty host: RSS {:.1} MiB",
+            placement.describe(),
+            mib(rss)
+        );
         let fixture = Arc::new(setup(&host, data.path(), tenants).await);
         host.stop();
 
-        let host = HostProcess::start(data.path(), &[], &support::Placement::default()).await;
+        let host = HostProcess::start(data.path(), &[], &placement).await;
         tokio::time::sleep(Duration::from_secs(10)).await;
         let (idle, _) = host.rss();
         println!(
