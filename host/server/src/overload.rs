@@ -481,8 +481,8 @@ impl axum::serve::Listener for Gate {
             // router. The health check is never shed, here as in [`shed`].
             let fd = stream.as_raw_fd();
             if readable_bytes(fd) > 0
-                && !asks_for_health(fd)
                 && let Some(reason) = self.limiter.shed_reason(unread_for(fd))
+                && !asks_for_health(fd)
             {
                 self.limiter.shed.fetch_add(1, Ordering::Relaxed);
                 Gate::refuse(&stream, reason);
