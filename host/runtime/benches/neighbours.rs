@@ -177,6 +177,14 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
+    if std::env::var_os("ATRIUM_BENCH_TRACE").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                std::env::var("ATRIUM_BENCH_TRACE").unwrap_or_default(),
+            ))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let mut config = RuntimeConfig::default();
     if let Some(threads) = std::env::var("ATRIUM_BENCH_BACKGROUND_THREADS")
         .ok()
