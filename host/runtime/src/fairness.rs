@@ -451,12 +451,12 @@ mod tests {
             .unwrap();
         assert_ne!(short, "atrium-background");
         assert!(!tenants.is_heavy("t"));
-        // Computes for `ms` milliseconds, one at a time, yielding after each as a guest does at
-        // each tick.
+        // Computes for `ms` milliseconds of its thread's CPU time (however busy the machine),
+        // one at a time, yielding after each as a guest does at each tick.
         let compute = move |ms: u32| async move {
             for _ in 0..ms {
-                let until = Instant::now() + Duration::from_millis(1);
-                while Instant::now() < until {
+                let until = thread_cpu_time() + Duration::from_millis(1);
+                while thread_cpu_time() < until {
                     std::hint::spin_loop();
                 }
                 tokio::task::yield_now().await;
