@@ -275,17 +275,13 @@ impl Background {
         };
         let mut computed = Duration::ZERO;
         if !tenants.is_heavy(tenant) {
-            let first_lane = std::future::poll_fn(|cx| {
-                let started = thread_cpu_time();
-                let polled = work.as_mut().poll(cx);
-                computed += thread_cpu_time().saturating_sub(started);
-                match polled {
+            let first_lane =
+                std::future::poll_fn(|cx| match timed_poll(&mut work, cx, &mut computed) {
                     Poll::Ready(result) => Poll::Ready(Some(result)),
                     Poll::Pending if computed >= QUANTUM => Poll::Ready(None),
                     Poll::Pending => Poll::Pending,
-                }
-            })
-            .await;
+                })
+                .await;
             if let Some(result) = first_lane {
                 return Ok(result);
             }
@@ -296,9 +292,7 @@ impl Background {
         let tenant = tenant.to_owned();
         let mut marked = false;
         let counted = std::future::poll_fn(move |cx| {
-            let started = thread_cpu_time();
-            let polled = work.as_mut().poll(cx);
-            computed += thread_cpu_time().saturating_sub(started);
+            let polled = timed_poll(&mut work, cx, &mut computed);
             if !marked && computed >= HEAVY_AFTER {
                 marked = true;
                 if tenants.mark_heavy(&tenant) {
@@ -313,6 +307,18 @@ impl Background {
         });
         in_background(runtime, Box::pin(counted)).await
     }
+}
+
+/// Polls `work` once, adding the CPU time the poll took on this thread to `computed`.
+fn timed_poll<T>(
+    work: &mut Pin<Box<dyn Future<Output = T> + Send>>,
+    cx: &mut std::task::Context<'_>,
+    computed: &mut Duration,
+) -> Poll<T> {
+    let started = thread_cpu_time();
+    let polled = work.as_mut().poll(cx);
+    *computed += thread_cpu_time().saturating_sub(started);
+    polled
 }
 
 /// The CPU time the calling thread has used. A call's quantum is counted in it, not in wall
