@@ -13,7 +13,9 @@
 //! would otherwise fall on one phase. `ATRIUM_BENCH_SECONDS` (default 20) is the length of each
 //! phase; `ATRIUM_BENCH_HOSTILE`
 //! (default `spin,grow,flood`) the attacks the hostile tenant takes turns at;
-//! `ATRIUM_BENCH_BACKGROUND_THREADS` the runtime's `background_threads` (0: no background lane).
+//! `ATRIUM_BENCH_BACKGROUND_THREADS` the runtime's `background_threads` (0: no background lane);
+//! `ATRIUM_BENCH_HOSTILE_CORES` the hostile app's `runtime.resources.cpu_cores` (default its
+//! manifest's, 1.0), the share of the cores its install's calls may use together.
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
@@ -23,8 +25,15 @@ use std::time::{Duration, Instant};
 use atrium_runtime::memory::MemoryPlatform;
 use atrium_runtime::{App, CallError, Invocation, Runtime, RuntimeConfig};
 
-fn load(runtime: &Runtime, component: &str, manifest: &str) -> App {
-    let m = atrium_manifest::parse(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+fn load(runtime: &Runtime, component: &str, manifest: &str, cores: Option<f64>) -> App {
+    let mut m = atrium_manifest::parse(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    if let Some(cores) = cores {
+        m.runtime.resources.cpu_cores = cores;
+    }
+    println!(
+        "{}: runtime.resources.cpu_cores {}",
+        m.app_id, m.runtime.resources.cpu_cores
+    );
     runtime
         .load_file(std::path::Path::new(component), m)
         .unwrap()
@@ -197,11 +206,15 @@ fn main() {
         &runtime,
         atrium_test_artifacts::PROBE,
         atrium_test_artifacts::PROBE_MANIFEST,
+        None,
     );
     let hostile = load(
         &runtime,
         atrium_test_artifacts::HOSTILE,
         atrium_test_artifacts::HOSTILE_MANIFEST,
+        std::env::var("ATRIUM_BENCH_HOSTILE_CORES")
+            .ok()
+            .map(|s| s.parse().expect("ATRIUM_BENCH_HOSTILE_CORES is a number")),
     );
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

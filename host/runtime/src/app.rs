@@ -18,7 +18,7 @@ use crate::bindings::exports::atrium::app::handlers::{
 };
 use crate::cache::CacheOutcome;
 use crate::engine::{MAX_MEMORY_MB, RuntimeInner};
-use crate::limits::{DeadlineExceeded, MemoryCapExceeded};
+use crate::limits::{CallCpu, CpuUse, DeadlineExceeded, MemoryCapExceeded};
 use crate::memory::MemoryPlatform;
 use crate::state::{CallState, VersionParts};
 use crate::{
@@ -494,17 +494,18 @@ impl App {
             .map_err(|e| CallError::Internal(format!("{e:#}")))?;
         let runtime = self.inner.runtime.clone();
         let tenant = inv.tenant_id.clone();
+        let cpu = self.call_cpu(inv);
         let task = tokio::spawn(async move {
-            let (store, outcome) = runtime
+            let ((store, outcome), used) = runtime
                 .background
-                .run(&runtime.tenants, &tenant, async move {
+                .run(&runtime.tenants, &tenant, cpu, async move {
                     let handled = guest.call_handle(&mut store, req, out);
                     let outcome = tokio::time::timeout(deadline, handled).await;
                     (store, outcome)
                 })
                 .await?;
             let result = match outcome {
-                Ok(result) => finish(&store, result.map(Ok::<(), HandlerError>), deadline),
+                Ok(result) => finish(&store, &used, result.map(Ok::<(), HandlerError>), deadline),
                 Err(_) => {
                     store.data().log.finish();
                     Err(CallError::Deadline(deadline))
@@ -558,6 +559,17 @@ impl App {
                 Err(CallError::Deadline(deadline))
             }
         }
+    }
+
+    /// What one call of `inv`'s tenant may use of its install's CPU share.
+    fn call_cpu(&self, inv: &Invocation) -> CallCpu {
+        let runtime = &self.inner.runtime;
+        let manifest = &self.inner.manifest;
+        CallCpu::new(
+            runtime.tenants.share(&inv.tenant_id, &manifest.app_id),
+            manifest.runtime.resources.cpu_cores,
+            runtime.config.deadline,
+        )
     }
 
     /// Creates a fresh store and instance for one call.
@@ -624,20 +636,25 @@ impl App {
         // long (docs/runtime.md, "Fair shares"); the instance is made and dropped here, so
         // that the pool's locks are never held at the background's low priority. The epoch
         // stops a guest that computes; the timeout stops one that waits on the host.
-        let (store, outcome) = runtime
+        let ((store, outcome), used) = runtime
             .background
-            .run(&runtime.tenants, &inv.tenant_id, async move {
-                let outcome =
-                    tokio::time::timeout(deadline, dispatch(&guest, &mut store, call)).await;
-                (store, outcome)
-            })
+            .run(
+                &runtime.tenants,
+                &inv.tenant_id,
+                self.call_cpu(inv),
+                async move {
+                    let outcome =
+                        tokio::time::timeout(deadline, dispatch(&guest, &mut store, call)).await;
+                    (store, outcome)
+                },
+            )
             .await?;
         let Ok(result) = outcome else {
             store.data().log.finish();
             release(runtime, store);
             return Err(CallError::Deadline(deadline));
         };
-        let reply = finish(&store, result, deadline);
+        let reply = finish(&store, &used, result, deadline);
         release(runtime, store);
         let reply = reply?;
         let limit = runtime.config.max_result_bytes;
@@ -696,6 +713,7 @@ fn release(runtime: &RuntimeInner, store: Store<CallState>) {
 /// Ends a call: flushes its logs and turns the guest's outcome into the caller's result.
 fn finish<T>(
     store: &Store<CallState>,
+    used: &CpuUse,
     result: wasmtime::Result<Result<T, HandlerError>>,
     deadline: std::time::Duration,
 ) -> Result<T, CallError> {
@@ -705,9 +723,9 @@ fn finish<T>(
     tracing::debug!(
         target: "atrium::call",
         tenant = %tags.tenant, app = %tags.app, version = %tags.version, call = %tags.call,
-        busy_us = state.clock.busy().as_micros() as u64,
-        throttled = state.clock.throttled,
-        throttled_us = state.clock.throttled_for.as_micros() as u64,
+        busy_us = used.computed.as_micros() as u64,
+        throttled = used.throttled,
+        throttled_us = used.throttled_for.as_micros() as u64,
         peak_memory_bytes = state.memory.peak_bytes,
         dropped_log_records = state.log.dropped().records,
         dropped_log_bytes = state.log.dropped().bytes,

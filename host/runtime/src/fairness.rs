@@ -29,6 +29,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::CallError;
+use crate::limits::{CallCpu, CpuShare, CpuUse};
 
 /// How long a call may compute on the first lane before it moves to the background.
 pub const QUANTUM: Duration = Duration::from_micros(500);
@@ -45,11 +46,15 @@ pub const HEAVY_AFTER: Duration = Duration::from_millis(5);
 /// [`HEAVY_AFTER`].
 pub const HEAVY_FOR: Duration = Duration::from_secs(10);
 
-/// The instances each tenant holds, and the tenants whose calls lately computed for long.
+/// The instances each tenant holds, the tenants whose calls lately computed for long, and
+/// each install's CPU account.
 #[derive(Default)]
 pub(crate) struct TenantSlots {
     held: Mutex<HashMap<String, u32>>,
     heavy: Mutex<HashMap<String, Instant>>,
+    /// Keyed by tenant and app id; an account that owes nothing and that no call holds is
+    /// as good as a new one, and such accounts are forgotten once there are many.
+    shares: Mutex<HashMap<(String, String), Arc<CpuShare>>>,
 }
 
 /// One instance of a tenant, given back when dropped (with the call's store).
@@ -100,6 +105,19 @@ impl TenantSlots {
         heavy
             .insert(tenant.to_owned(), now + HEAVY_FOR)
             .is_none_or(|until| until <= now)
+    }
+
+    /// The CPU account of `tenant`'s install of `app`, which all its calls are charged to.
+    pub fn share(&self, tenant: &str, app: &str) -> Arc<CpuShare> {
+        let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+        if shares.len() >= 10_000 {
+            let now = Instant::now();
+            shares.retain(|_, share| Arc::strong_count(share) > 1 || !share.is_settled(now));
+        }
+        shares
+            .entry((tenant.to_owned(), app.to_owned()))
+            .or_default()
+            .clone()
     }
 
     #[cfg(test)]
@@ -262,28 +280,29 @@ impl Background {
 
     /// Runs a call of `tenant` on the first lane until it has computed for [`QUANTUM`], then
     /// here; a tenant one of whose calls computed for [`HEAVY_AFTER`] starts here for
-    /// [`HEAVY_FOR`].
+    /// [`HEAVY_FOR`]. `cpu` times the call and holds it to its install's share, on either
+    /// lane; what it counted comes back with the result.
     pub async fn run<T: Send + 'static>(
         &self,
         tenants: &Arc<TenantSlots>,
         tenant: &str,
+        mut cpu: CallCpu,
         work: impl Future<Output = T> + Send + 'static,
-    ) -> Result<T, CallError> {
+    ) -> Result<(T, CpuUse), CallError> {
         let mut work: Pin<Box<dyn Future<Output = T> + Send>> = Box::pin(work);
         let Some(runtime) = &self.runtime else {
-            return Ok(work.await);
+            let result = std::future::poll_fn(|cx| cpu.poll(&mut work, cx)).await;
+            return Ok((result, cpu.used));
         };
-        let mut computed = Duration::ZERO;
         if !tenants.is_heavy(tenant) {
-            let first_lane =
-                std::future::poll_fn(|cx| match timed_poll(&mut work, cx, &mut computed) {
-                    Poll::Ready(result) => Poll::Ready(Some(result)),
-                    Poll::Pending if computed >= QUANTUM => Poll::Ready(None),
-                    Poll::Pending => Poll::Pending,
-                })
-                .await;
+            let first_lane = std::future::poll_fn(|cx| match cpu.poll(&mut work, cx) {
+                Poll::Ready(result) => Poll::Ready(Some(result)),
+                Poll::Pending if cpu.used.computed >= QUANTUM => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            })
+            .await;
             if let Some(result) = first_lane {
-                return Ok(result);
+                return Ok((result, cpu.used));
             }
         }
         // In the background the call's time goes on counting: once it has computed for
@@ -292,7 +311,8 @@ impl Background {
         let tenant = tenant.to_owned();
         let mut marked = false;
         let counted = std::future::poll_fn(move |cx| {
-            let polled = timed_poll(&mut work, cx, &mut computed);
+            let polled = cpu.poll(&mut work, cx);
+            let computed = cpu.used.computed;
             if !marked && computed >= HEAVY_AFTER {
                 marked = true;
                 if tenants.mark_heavy(&tenant) {
@@ -303,48 +323,10 @@ impl Background {
                     );
                 }
             }
-            polled
+            polled.map(|result| (result, cpu.used))
         });
         in_background(runtime, Box::pin(counted)).await
     }
-}
-
-/// Polls `work` once, adding the CPU time the poll took on this thread to `computed`.
-fn timed_poll<T>(
-    work: &mut Pin<Box<dyn Future<Output = T> + Send>>,
-    cx: &mut std::task::Context<'_>,
-    computed: &mut Duration,
-) -> Poll<T> {
-    let started = thread_cpu_time();
-    let polled = work.as_mut().poll(cx);
-    *computed += thread_cpu_time().saturating_sub(started);
-    polled
-}
-
-/// The CPU time the calling thread has used. A call's quantum is counted in it, not in wall
-/// time: a short call whose thread the kernel preempted, or that waited for a page fault, has
-/// not computed, and counting that wait once moved a well-behaved tenant's trivial calls to the
-/// background for 10 s at a time whenever the machine was busy. Without a thread clock, wall
-/// time.
-fn thread_cpu_time() -> Duration {
-    #[cfg(unix)]
-    {
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: the call writes into a local timespec that outlives it.
-        #[allow(unsafe_code)]
-        let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut now) };
-        if read == 0 {
-            return Duration::new(
-                u64::try_from(now.tv_sec).unwrap_or(0),
-                u32::try_from(now.tv_nsec).unwrap_or(0),
-            );
-        }
-    }
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    START.get_or_init(Instant::now).elapsed()
 }
 
 /// Runs the rest of `work` on the background lane.
@@ -412,6 +394,7 @@ fn batch_priority() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::thread_cpu_time;
 
     #[test]
     fn the_reaper_drops_on_its_own_thread() {
@@ -451,10 +434,12 @@ mod tests {
         let background = Background::start(1).unwrap();
         let tenants = Arc::new(TenantSlots::default());
         let lane = || std::thread::current().name().unwrap_or("").to_owned();
+        let cpu = |tenant: &str| CallCpu::new(tenants.share(tenant, "app"), 4.0, HEAVY_FOR);
         let short = background
-            .run(&tenants, "t", async move { lane() })
+            .run(&tenants, "t", cpu("t"), async move { lane() })
             .await
-            .unwrap();
+            .unwrap()
+            .0;
         assert_ne!(short, "atrium-background");
         assert!(!tenants.is_heavy("t"));
         // Computes for `ms` milliseconds of its thread's CPU time (however busy the machine),
@@ -471,35 +456,46 @@ mod tests {
         };
         // A call that computes past its quantum moves, but two milliseconds in all (as much
         // as the kernel was seen to charge a trivial call) do not mark its tenant.
-        let moved = background.run(&tenants, "m", compute(2)).await.unwrap();
+        let moved = background
+            .run(&tenants, "m", cpu("m"), compute(2))
+            .await
+            .unwrap()
+            .0;
         assert_eq!(moved, "atrium-background");
         assert!(!tenants.is_heavy("m"));
-        let long = background.run(&tenants, "t", compute(20)).await.unwrap();
+        let long = background
+            .run(&tenants, "t", cpu("t"), compute(20))
+            .await
+            .unwrap()
+            .0;
         assert_eq!(long, "atrium-background");
         // Time off the core is not computing: a call whose thread waits (here it sleeps, as a
         // preempted thread would) for longer than a quantum stays on the first lane.
         let waited = background
-            .run(&tenants, "w", async move {
+            .run(&tenants, "w", cpu("w"), async move {
                 std::thread::sleep(QUANTUM * 4);
                 tokio::task::yield_now().await;
                 std::thread::sleep(QUANTUM * 4);
                 lane()
             })
             .await
-            .unwrap();
+            .unwrap()
+            .0;
         assert_ne!(waited, "atrium-background");
         assert!(!tenants.is_heavy("w"));
         // The tenant's next calls start in the background, another tenant's do not.
         assert!(tenants.is_heavy("t"));
         let next = background
-            .run(&tenants, "t", async move { lane() })
+            .run(&tenants, "t", cpu("t"), async move { lane() })
             .await
-            .unwrap();
+            .unwrap()
+            .0;
         assert_eq!(next, "atrium-background");
         let other = background
-            .run(&tenants, "u", async move { lane() })
+            .run(&tenants, "u", cpu("u"), async move { lane() })
             .await
-            .unwrap();
+            .unwrap()
+            .0;
         assert_ne!(other, "atrium-background");
     }
 }

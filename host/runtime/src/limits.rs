@@ -2,14 +2,21 @@
 //!
 //! - Memory: a [`wasmtime::ResourceLimiter`] refuses growth of any linear memory beyond
 //!   `runtime.resources.memory_mb` and traps with [`MemoryCapExceeded`], which names the cap.
-//! - Deadline and CPU: the engine's epoch advances every tick (see `engine.rs`); at every tick a
-//!   running guest enters [`CpuClock::tick`], which stops the call once the deadline has passed,
-//!   and otherwise yields to the executor so that other calls on the same worker thread get their
-//!   turn. `cpu_cores` below 1 is a share of one core, enforced like a CFS bandwidth quota: a
-//!   call that has held a worker longer than `cpu_cores` × its elapsed time, by more than one
-//!   [`CPU_PERIOD`] of debt, is put to sleep until it is back within its share. At or above 1 a call is never throttled (a component instance
-//!   runs on one thread), and the value only matters to container apps.
+//! - Deadline: the engine's epoch advances every tick (see `engine.rs`); at every tick a running
+//!   guest enters [`CpuClock::tick`], which stops the call once the deadline has passed, and
+//!   otherwise yields to the executor so that other calls on the same worker thread get their
+//!   turn.
+//! - CPU: `cpu_cores` is the share of the machine's cores an install (a tenant's app) may use,
+//!   across all its calls at once, as its container would. Each poll of a guest is timed by its
+//!   thread's CPU clock and charged to the install's [`CpuShare`]; once the install is ahead of
+//!   its share by more than one [`CPU_PERIOD`] of debt, the call charged is put to sleep
+//!   (holding no thread) until it is paid off. One call runs on one thread, so it never uses
+//!   more than a core; two calls of an install at `cpu_cores: 1.0` share one core between them.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use wasmtime::UpdateDeadline;
@@ -71,77 +78,169 @@ impl wasmtime::ResourceLimiter for MemoryCap {
     }
 }
 
-/// How far a call below one core may run ahead of its share before it is put to sleep: like
-/// a CFS period, a call computes freely until its debt (the wall time its computing would have
-/// taken at `cpu_cores`, less the time it has had) passes one period, then sleeps the whole
-/// debt. A short call never sleeps, however its run falls on the ticks: without the allowance,
-/// a 20 µs call at 0.5 cores that met a tick 10 µs in slept 10 µs, which the executor's timer
-/// rounds up to a millisecond.
+/// How far an install's calls may run ahead of its share before one is put to sleep: like a
+/// CFS period, they compute freely until the install's debt (the wall time their computing
+/// would have taken at `cpu_cores`, less the time that has passed) passes one period, and the
+/// call that finds it past sleeps the whole debt. A short call never sleeps, however its run
+/// falls: without the allowance, a 20 µs call at 0.5 cores that met a tick 10 µs in slept
+/// 10 µs, which the executor's timer rounds up to a millisecond.
 pub const CPU_PERIOD: Duration = Duration::from_millis(10);
 
-/// Accounting of one call's time.
+/// The deadline of one call, checked at every epoch tick.
 #[derive(Debug)]
 pub(crate) struct CpuClock {
-    cpu_cores: f64,
     started: Instant,
     deadline: Duration,
-    /// Time the guest held a worker thread so far (conservative: counted between ticks).
-    busy: Duration,
-    /// When the guest last got the thread back.
-    resumed: Instant,
-    /// How often the call was put to sleep for exceeding its share.
-    pub throttled: u32,
-    /// Total time spent asleep for exceeding its share.
-    pub throttled_for: Duration,
 }
 
 impl CpuClock {
-    pub fn new(cpu_cores: f64, deadline: Duration) -> Self {
-        let now = Instant::now();
+    pub fn new(deadline: Duration) -> Self {
         CpuClock {
-            cpu_cores,
-            started: now,
+            started: Instant::now(),
             deadline,
-            busy: Duration::ZERO,
-            resumed: now,
-            throttled: 0,
-            throttled_for: Duration::ZERO,
         }
     }
 
-    /// Called by the engine at every epoch tick while the guest runs.
+    /// Called by the engine at every epoch tick while the guest runs: stops the call past its
+    /// deadline, and otherwise yields to the executor, so that other calls on the same worker
+    /// thread get their turn (and the install's share is counted between polls).
     pub fn tick(&mut self) -> wasmtime::Result<UpdateDeadline> {
-        let now = Instant::now();
-        let elapsed = now.duration_since(self.started);
-        if elapsed >= self.deadline {
+        if self.started.elapsed() >= self.deadline {
             return Err(wasmtime::Error::new(DeadlineExceeded(self.deadline)));
-        }
-        self.busy += now.saturating_duration_since(self.resumed);
-        self.resumed = now;
-        if self.cpu_cores < 1.0 {
-            // The wall time the call's computing would have taken at its share; it may run
-            // ahead of that by one period before it sleeps, and then sleeps the whole debt.
-            let entitled = self.busy.div_f64(self.cpu_cores);
-            if entitled > elapsed + CPU_PERIOD {
-                let remaining = self.deadline - elapsed;
-                let nap = (entitled - elapsed).min(remaining);
-                self.throttled += 1;
-                self.throttled_for += nap;
-                // The nap counts as elapsed time, not as time on the thread.
-                self.resumed = now + nap;
-                return Ok(UpdateDeadline::YieldCustom(
-                    1,
-                    Box::pin(tokio::time::sleep(nap)),
-                ));
-            }
         }
         Ok(UpdateDeadline::Yield(1))
     }
+}
 
-    /// Time the guest held a worker thread, as counted at ticks.
-    pub fn busy(&self) -> Duration {
-        self.busy
+/// The CPU share of one install (a tenant's app): every call of the install is charged here,
+/// so that its calls together use at most `runtime.resources.cpu_cores`, as the app's
+/// container would. A generic cell-rate account: `due` is when the install will have earned
+/// the CPU time its calls have used so far, at its share.
+#[derive(Debug)]
+pub(crate) struct CpuShare {
+    due: Mutex<Instant>,
+}
+
+impl Default for CpuShare {
+    fn default() -> Self {
+        CpuShare {
+            due: Mutex::new(Instant::now()),
+        }
     }
+}
+
+impl CpuShare {
+    /// Charges `used` CPU time at `cores`; says how long the charged call must sleep: the
+    /// install's whole debt once it passes [`CPU_PERIOD`], else nothing. Time the install did
+    /// not use is not saved up beyond the present: an idle install starts afresh.
+    pub fn charge(&self, used: Duration, cores: f64, now: Instant) -> Option<Duration> {
+        let mut due = self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        *due = (*due).max(now) + used.div_f64(cores);
+        let debt = *due - now;
+        (debt > CPU_PERIOD).then_some(debt)
+    }
+
+    /// Whether the install owes nothing: an account in this state is as good as a new one.
+    pub fn is_settled(&self, now: Instant) -> bool {
+        *self.due.lock().unwrap_or_else(PoisonError::into_inner) <= now
+    }
+}
+
+/// One call's use of its install's CPU share: polls the guest, counts each poll's CPU time
+/// (the thread's, so time the thread spent preempted or on other calls is not the call's),
+/// charges it to the install, and sleeps between polls while the install is in debt.
+pub(crate) struct CallCpu {
+    share: Arc<CpuShare>,
+    cores: f64,
+    /// The call's deadline: no sleep goes past it.
+    ends: Instant,
+    nap: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// What the call used.
+    pub used: CpuUse,
+}
+
+/// What a call used of the CPU, for its `atrium::call` event.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct CpuUse {
+    /// CPU time of the guest's polls (its thread's, kernel time included).
+    pub computed: Duration,
+    /// How often the call was put to sleep because its install was over its share.
+    pub throttled: u32,
+    /// How long it slept in all.
+    pub throttled_for: Duration,
+}
+
+impl CallCpu {
+    pub fn new(share: Arc<CpuShare>, cores: f64, deadline: Duration) -> Self {
+        CallCpu {
+            share,
+            cores,
+            ends: Instant::now() + deadline,
+            nap: None,
+            used: CpuUse::default(),
+        }
+    }
+
+    /// Polls `work` once, unless the call is asleep for its install's share.
+    pub fn poll<T>(
+        &mut self,
+        work: &mut Pin<Box<dyn Future<Output = T> + Send>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<T> {
+        if let Some(nap) = &mut self.nap {
+            if nap.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.nap = None;
+        }
+        let started = thread_cpu_time();
+        let polled = work.as_mut().poll(cx);
+        let used = thread_cpu_time().saturating_sub(started);
+        self.used.computed += used;
+        let now = Instant::now();
+        if let Some(debt) = self.share.charge(used, self.cores, now)
+            && polled.is_pending()
+        {
+            let nap = debt.min(self.ends.saturating_duration_since(now));
+            if !nap.is_zero() {
+                self.used.throttled += 1;
+                self.used.throttled_for += nap;
+                // Polled at once, so that the timer holds the waker; a guest that yielded at
+                // its tick asked to be polled again, and is, after the nap.
+                let mut sleep = Box::pin(tokio::time::sleep(nap));
+                if sleep.as_mut().poll(cx).is_pending() {
+                    self.nap = Some(sleep);
+                }
+            }
+        }
+        polled
+    }
+}
+
+/// The CPU time the calling thread has used. A call's CPU is counted in it, not in wall time:
+/// a short call whose thread the kernel preempted, or that waited for a page fault, has not
+/// computed, and counting that wait once moved a well-behaved tenant's trivial calls to the
+/// background for 10 s at a time whenever the machine was busy. Without a thread clock, wall
+/// time.
+pub(crate) fn thread_cpu_time() -> Duration {
+    #[cfg(unix)]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: the call writes into a local timespec that outlives it.
+        #[allow(unsafe_code)]
+        let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut now) };
+        if read == 0 {
+            return Duration::new(
+                u64::try_from(now.tv_sec).unwrap_or(0),
+                u32::try_from(now.tv_nsec).unwrap_or(0),
+            );
+        }
+    }
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
 }
 
 #[cfg(test)]
@@ -167,46 +266,53 @@ mod tests {
 
     #[test]
     fn a_call_past_its_deadline_is_stopped() {
-        let mut clock = CpuClock::new(1.0, Duration::ZERO);
+        let mut clock = CpuClock::new(Duration::ZERO);
         let Err(err) = clock.tick() else {
             panic!("the call goes on past its deadline")
         };
         assert!(err.downcast_ref::<DeadlineExceeded>().is_some());
+        let mut clock = CpuClock::new(Duration::from_secs(30));
+        assert!(matches!(clock.tick().unwrap(), UpdateDeadline::Yield(1)));
     }
 
-    #[tokio::test]
-    async fn a_busy_call_over_its_share_is_put_to_sleep() {
-        let mut clock = CpuClock::new(0.5, Duration::from_secs(30));
-        // Pretend the guest has held the thread for its whole life so far.
-        clock.started -= Duration::from_millis(100);
-        clock.resumed -= Duration::from_millis(100);
-        assert!(matches!(
-            clock.tick().unwrap(),
-            UpdateDeadline::YieldCustom(..)
-        ));
-        assert_eq!(clock.throttled, 1);
-        // It is entitled to twice its busy time: about 100 ms of sleep.
-        assert!(
-            clock.throttled_for >= Duration::from_millis(99),
-            "{:?}",
-            clock.throttled_for
+    #[test]
+    fn an_install_over_its_share_sleeps_its_debt() {
+        let ms = Duration::from_millis;
+        // A moment after every account below is opened (each starts at the present).
+        let t0 = Instant::now() + Duration::from_secs(1);
+        let share = CpuShare::default();
+        // At half a core, 5 ms of computing are worth 10 ms: one period of debt, no sleep.
+        assert_eq!(share.charge(ms(5), 0.5, t0), None);
+        // A microsecond more, at once, and the debt passes the period: sleep all of it.
+        assert_eq!(
+            share.charge(Duration::from_micros(1), 0.5, t0),
+            Some(ms(10) + Duration::from_micros(2))
         );
+        // Time passing pays the debt off: 10 ms later a trivial charge owes almost nothing.
+        assert_eq!(share.charge(Duration::ZERO, 0.5, t0 + ms(10)), None);
+        assert!(share.is_settled(t0 + ms(11)));
 
-        // A call that has computed for less than one period ahead of its share is not.
-        let mut short = CpuClock::new(0.5, Duration::from_secs(30));
-        short.started -= CPU_PERIOD - Duration::from_millis(1);
-        short.resumed -= CPU_PERIOD - Duration::from_millis(1);
-        assert!(matches!(short.tick().unwrap(), UpdateDeadline::Yield(1)));
-        assert_eq!(short.throttled, 0);
-        // Nor is one that met a tick microseconds after it started, at the smallest share.
-        let mut brief = CpuClock::new(0.01, Duration::from_secs(30));
-        brief.started -= Duration::from_micros(20);
-        brief.resumed -= Duration::from_micros(20);
-        assert!(matches!(brief.tick().unwrap(), UpdateDeadline::Yield(1)));
+        // Calls of one install share it: four calls of 1.5 ms each at once, at half a core,
+        // owe 12 ms together, and the fourth one to be charged sleeps.
+        let shared = CpuShare::default();
+        let each = Duration::from_micros(1500);
+        let charges: Vec<_> = (0..4).map(|_| shared.charge(each, 0.5, t0)).collect();
+        assert_eq!(charges, [None, None, None, Some(ms(12))]);
+        // An idle install does not save up: after a second of nothing, the same four calls
+        // owe the same, not less.
+        let later = t0 + Duration::from_secs(2);
+        let charges: Vec<_> = (0..4).map(|_| shared.charge(each, 0.5, later)).collect();
+        assert_eq!(charges, [None, None, None, Some(ms(12))]);
 
-        let mut full = CpuClock::new(1.0, Duration::from_secs(30));
-        full.started -= Duration::from_millis(100);
-        full.resumed -= Duration::from_millis(100);
-        assert!(matches!(full.tick().unwrap(), UpdateDeadline::Yield(1)));
+        // At a full core a call alone, computing all the time it runs, never owes.
+        let full = CpuShare::default();
+        for step in 1..=100 {
+            assert_eq!(full.charge(ms(1), 1.0, t0 + ms(step)), None);
+        }
+        // Nor does a trivial call at the smallest share.
+        assert_eq!(
+            CpuShare::default().charge(Duration::from_micros(20), 0.1, t0),
+            None
+        );
     }
 }

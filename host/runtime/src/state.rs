@@ -124,7 +124,7 @@ pub(crate) fn new_store(
             limit_mb: u64::from(m.runtime.resources.memory_mb),
             peak_bytes: 0,
         },
-        clock: CpuClock::new(m.runtime.resources.cpu_cores, config.deadline),
+        clock: CpuClock::new(config.deadline),
         log,
         call: CallContext {
             info: call,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use atrium_runtime::{CallError, Runtime, RuntimeConfig};
+use atrium_runtime::{CallError, Invocation, Runtime, RuntimeConfig};
 
 fn runtime_with(deadline: Duration, edit: impl FnOnce(&mut RuntimeConfig)) -> Runtime {
     let mut config = RuntimeConfig {
@@ -225,6 +225,65 @@ async fn cpu_cores_below_one_is_a_share_of_a_core() {
         tenth.call_tool(&inv(&p), "burn", work).await.unwrap_err(),
         CallError::Deadline(Duration::from_secs(3))
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_install_s_calls_share_its_cpu_cores_and_another_tenant_has_its_own() {
+    // How long the work takes at a full core on this machine now: the deadline is set from it.
+    let work = r#"{"iterations": 100000000}"#;
+    let p = platform();
+    let calibrating = runtime_with(Duration::from_secs(30), |_| {});
+    let full = load_on(
+        &calibrating,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |m| m.runtime.resources.cpu_cores = 4.0,
+    );
+    let started = std::time::Instant::now();
+    full.call_tool(&inv(&p), "burn", work)
+        .await
+        .expect("the work finishes at a full core");
+    let once = started.elapsed();
+    eprintln!("the work took {once:?} at a full core");
+
+    // At a quarter of a core a call alone takes four times `once`, and the deadline leaves it
+    // twice that. Four calls of the install at once need four times the CPU, but together they
+    // earn a quarter of a core over the deadline, twice `once`: some of them run out of time.
+    // Counted per call, as the share was before, each would have had its quarter and all would
+    // have finished, even on the one thread of the background lane (four times `once`).
+    let deadline = once * 8;
+    let rt = runtime_with(deadline, |_| {});
+    let app = load_on(
+        &rt,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |m| m.runtime.resources.cpu_cores = 0.25,
+    );
+    app.call_tool(&inv(&p), "burn", work)
+        .await
+        .expect("a call alone at a quarter of a core finishes");
+    let crowd = (0..4).map(|_| {
+        let (app, inv) = (app.clone(), inv(&p));
+        tokio::spawn(async move { app.call_tool(&inv, "burn", work).await })
+    });
+    let crowd: Vec<_> = crowd.collect();
+    // Another tenant's install of the same app has a share of its own.
+    let other = app
+        .call_tool(&Invocation::new("tenant-b", p.clone()), "burn", work)
+        .await;
+    let mut out_of_time = 0;
+    for call in crowd {
+        match call.await.unwrap() {
+            Ok(_) => {}
+            Err(CallError::Deadline(d)) if d == deadline => out_of_time += 1,
+            Err(e) => panic!("a call of the crowd failed otherwise: {e}"),
+        }
+    }
+    assert!(
+        out_of_time >= 1,
+        "four calls of one install at a quarter of a core all finished within twice their work ({once:?} each)"
+    );
+    other.expect("another tenant's call finishes beside the crowd");
 }
 
 #[tokio::test]
