@@ -18,7 +18,7 @@ use crate::bindings::exports::atrium::app::handlers::{
 };
 use crate::cache::CacheOutcome;
 use crate::engine::{MAX_MEMORY_MB, RuntimeInner};
-use crate::limits::{CallCpu, CpuUse, DeadlineExceeded, MemoryCapExceeded};
+use crate::limits::{CallCpu, CpuAccount, CpuUse, DeadlineExceeded, MemoryCapExceeded};
 use crate::memory::MemoryPlatform;
 use crate::state::{CallState, VersionParts};
 use crate::{
@@ -495,6 +495,7 @@ impl App {
         let runtime = self.inner.runtime.clone();
         let tenant = inv.tenant_id.clone();
         let cpu = self.call_cpu(inv);
+        let account = cpu.account();
         let task = tokio::spawn(async move {
             let ((store, outcome), used) = runtime
                 .background
@@ -511,7 +512,7 @@ impl App {
                     Err(CallError::Deadline(deadline))
                 }
             };
-            release(&runtime, store);
+            release(&runtime, store, account);
             result
         });
         let abort = task.abort_handle();
@@ -632,30 +633,27 @@ impl App {
         let guest = indices
             .load(&mut store, &instance)
             .map_err(|e| CallError::Internal(format!("{e:#}")))?;
+        let cpu = self.call_cpu(inv);
+        let account = cpu.account();
         // The guest runs on the first lane, or in the background once it has computed for
         // long (docs/runtime.md, "Fair shares"); the instance is made and dropped here, so
         // that the pool's locks are never held at the background's low priority. The epoch
         // stops a guest that computes; the timeout stops one that waits on the host.
         let ((store, outcome), used) = runtime
             .background
-            .run(
-                &runtime.tenants,
-                &inv.tenant_id,
-                self.call_cpu(inv),
-                async move {
-                    let outcome =
-                        tokio::time::timeout(deadline, dispatch(&guest, &mut store, call)).await;
-                    (store, outcome)
-                },
-            )
+            .run(&runtime.tenants, &inv.tenant_id, cpu, async move {
+                let outcome =
+                    tokio::time::timeout(deadline, dispatch(&guest, &mut store, call)).await;
+                (store, outcome)
+            })
             .await?;
         let Ok(result) = outcome else {
             store.data().log.finish();
-            release(runtime, store);
+            release(runtime, store, account);
             return Err(CallError::Deadline(deadline));
         };
         let reply = finish(&store, &used, result, deadline);
-        release(runtime, store);
+        release(runtime, store, account);
         let reply = reply?;
         let limit = runtime.config.max_result_bytes;
         if let HandlerReply::Json(json) = &reply
@@ -703,10 +701,11 @@ async fn dispatch(
 }
 
 /// Drops the store of a finished call: on the reaper's thread when its memory grew past the
-/// part of a pool slot kept resident (giving that back unmaps it), here otherwise.
-fn release(runtime: &RuntimeInner, store: Store<CallState>) {
+/// part of a pool slot kept resident (giving that back unmaps it, charged to `account`, the
+/// call's install), here otherwise.
+fn release(runtime: &RuntimeInner, store: Store<CallState>, account: CpuAccount) {
     if store.data().memory.peak_bytes > crate::engine::KEEP_RESIDENT_BYTES {
-        runtime.reaper.drop_later(store);
+        runtime.reaper.drop_later(store, Some(account));
     }
 }
 

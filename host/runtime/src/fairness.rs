@@ -29,7 +29,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::CallError;
-use crate::limits::{CallCpu, CpuShare, CpuUse};
+use crate::limits::{CallCpu, CpuAccount, CpuShare, CpuUse};
 
 /// How long a call may compute on the first lane before it moves to the background.
 pub const QUANTUM: Duration = Duration::from_micros(500);
@@ -157,8 +157,11 @@ pub const REAPER_BEHIND: usize = 16;
 /// A store waits in its queue holding its pool slot and its tenant's share, so the queue is
 /// bounded by the pool; a call that finds the pool full while stores wait here waits for the
 /// reaper to give a slot back (at most a second in all) instead of being refused.
+/// The time a drop takes (the kernel freeing what the call grew) is charged to the install
+/// whose call it was, as if its call had spent it: an app whose calls fill their memory pays
+/// for giving it back, in the same account as its computing, instead of the host paying.
 pub(crate) struct Reaper {
-    queue: Option<std::sync::mpsc::Sender<Box<dyn Send>>>,
+    queue: Option<std::sync::mpsc::Sender<(Box<dyn Send>, Option<CpuAccount>)>>,
     waiting: Arc<std::sync::atomic::AtomicUsize>,
     /// Told after each drop.
     dropped: Arc<tokio::sync::Notify>,
@@ -170,7 +173,7 @@ impl Reaper {
     /// Starts the thread.
     pub fn start() -> std::io::Result<Self> {
         use std::sync::atomic::Ordering;
-        let (queue, dropped) = std::sync::mpsc::channel::<Box<dyn Send>>();
+        let (queue, dropped) = std::sync::mpsc::channel::<(Box<dyn Send>, Option<CpuAccount>)>();
         let waiting = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = waiting.clone();
         let dropped_one = Arc::new(tokio::sync::Notify::new());
@@ -183,7 +186,7 @@ impl Reaper {
                 lower_priority();
                 let mut behind = false;
                 // Ends when the runtime (the sender) is gone and the queue is empty.
-                for item in dropped {
+                for (item, account) in dropped {
                     let now_behind = counted.load(Ordering::Relaxed) > REAPER_BEHIND;
                     if now_behind != behind {
                         behind = now_behind;
@@ -193,7 +196,11 @@ impl Reaper {
                             lower_priority();
                         }
                     }
+                    let started = crate::limits::thread_cpu_time();
                     drop(item);
+                    if let Some(account) = account {
+                        account.charge(crate::limits::thread_cpu_time().saturating_sub(started));
+                    }
                     counted.fetch_sub(1, Ordering::Relaxed);
                     drops_counted.fetch_add(1, Ordering::Release);
                     told.notify_waiters();
@@ -233,13 +240,14 @@ impl Reaper {
         tokio::time::timeout(limit, notified).await.is_ok()
     }
 
-    /// Drops `item` on the reaper's thread (here, if the thread is gone).
-    pub fn drop_later(&self, item: impl Send + 'static) {
+    /// Drops `item` on the reaper's thread (here, if the thread is gone), charging the time
+    /// it takes to `account`.
+    pub fn drop_later(&self, item: impl Send + 'static, account: Option<CpuAccount>) {
         if let Some(queue) = &self.queue {
             self.waiting
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             // A send fails only when the thread has ended; the item is then dropped here.
-            if let Err(unsent) = queue.send(Box::new(item)) {
+            if let Err(unsent) = queue.send((Box::new(item), account)) {
                 self.waiting
                     .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                 drop(unsent);
@@ -407,7 +415,7 @@ mod tests {
         }
         let reaper = Reaper::start().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        reaper.drop_later(Noted(tx));
+        reaper.drop_later(Noted(tx), None);
         let thread = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(thread, "atrium-reaper");
     }

@@ -146,12 +146,26 @@ impl CpuShare {
     }
 }
 
+/// An install's account with its share: what its calls are charged to, and the work the host
+/// does for it after a call (the reaper giving back the memory its call grew).
+#[derive(Debug, Clone)]
+pub(crate) struct CpuAccount {
+    pub share: Arc<CpuShare>,
+    pub cores: f64,
+}
+
+impl CpuAccount {
+    /// Charges `used` now; says how long a call charged would have to sleep.
+    pub fn charge(&self, used: Duration) -> Option<Duration> {
+        self.share.charge(used, self.cores, Instant::now())
+    }
+}
+
 /// One call's use of its install's CPU share: polls the guest, counts each poll's CPU time
 /// (the thread's, so time the thread spent preempted or on other calls is not the call's),
 /// charges it to the install, and sleeps between polls while the install is in debt.
 pub(crate) struct CallCpu {
-    share: Arc<CpuShare>,
-    cores: f64,
+    account: CpuAccount,
     /// The call's deadline: no sleep goes past it.
     ends: Instant,
     nap: Option<Pin<Box<tokio::time::Sleep>>>,
@@ -173,12 +187,16 @@ pub(crate) struct CpuUse {
 impl CallCpu {
     pub fn new(share: Arc<CpuShare>, cores: f64, deadline: Duration) -> Self {
         CallCpu {
-            share,
-            cores,
+            account: CpuAccount { share, cores },
             ends: Instant::now() + deadline,
             nap: None,
             used: CpuUse::default(),
         }
+    }
+
+    /// The install's account, for work done for the call after it ends.
+    pub fn account(&self) -> CpuAccount {
+        self.account.clone()
     }
 
     /// Polls `work` once, unless the call is asleep for its install's share.
@@ -198,7 +216,7 @@ impl CallCpu {
         let used = thread_cpu_time().saturating_sub(started);
         self.used.computed += used;
         let now = Instant::now();
-        if let Some(debt) = self.share.charge(used, self.cores, now)
+        if let Some(debt) = self.account.share.charge(used, self.account.cores, now)
             && polled.is_pending()
         {
             let nap = debt.min(self.ends.saturating_duration_since(now));
