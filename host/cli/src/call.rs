@@ -179,6 +179,8 @@ pub fn run(args: &Args) -> ExitCode {
         cache_dir: args.cache_dir.clone().or_else(default_cache_dir),
         deadline: Duration::from_secs_f64(args.deadline),
         max_instances: 16,
+        // One developer's app: it runs at its manifest's `cpu_cores`.
+        max_cpu_cores_per_tenant: None,
         ..RuntimeConfig::default()
     };
     let tokio = match tokio::runtime::Builder::new_multi_thread()

@@ -130,6 +130,8 @@ async fn serve(args: &Args) -> Result<(), (u8, String)> {
         })?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: crate::call::default_cache_dir(),
+        // One developer's app: it runs at its manifest's `cpu_cores`.
+        max_cpu_cores_per_tenant: None,
         ..RuntimeConfig::default()
     })
     .map_err(|e| (2, format!("cannot start the runtime: {e}")))?;

@@ -72,6 +72,19 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let max_cpu_cores_per_tenant = match tenant_cpu_cores(
+        std::env::var(TENANT_CPU_CORES_ENV)
+            .ok()
+            .as_deref()
+            .map(str::trim),
+        atrium_runtime::RuntimeConfig::default().max_cpu_cores_per_tenant,
+    ) {
+        Ok(cores) => cores,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(1);
+        }
+    };
     crate::block_on(true, async {
         let store = match crate::keys::open_store(&args.data_dir).await {
             Ok(store) => store,
@@ -81,13 +94,14 @@ pub fn run(args: &Args) -> ExitCode {
             }
         };
         let vars: Vec<(String, String)> = std::env::vars().collect();
-        let (registry, identity) = match open_registry(&store, &args.data_dir, &vars) {
-            Ok(opened) => opened,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        };
+        let (registry, identity) =
+            match open_registry(&store, &args.data_dir, &vars, max_cpu_cores_per_tenant) {
+                Ok(opened) => opened,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => l,
             Err(e) => {
@@ -187,15 +201,35 @@ pub fn run(args: &Args) -> ExitCode {
     })
 }
 
+/// How much of the machine's cores one tenant's calls may use together (default a quarter of
+/// the cores; `off` for no cap beyond each install's `cpu_cores`).
+pub const TENANT_CPU_CORES_ENV: &str = "ATRIUM_TENANT_CPU_CORES";
+
+/// The runtime's `max_cpu_cores_per_tenant` from [`TENANT_CPU_CORES_ENV`]'s value.
+fn tenant_cpu_cores(value: Option<&str>, default: Option<f64>) -> Result<Option<f64>, String> {
+    match value {
+        None | Some("") => Ok(default),
+        Some("off") => Ok(None),
+        Some(text) => match text.parse::<f64>() {
+            Ok(cores) if (0.1..=1024.0).contains(&cores) => Ok(Some(cores)),
+            _ => Err(format!(
+                "{TENANT_CPU_CORES_ENV} must be a number of cores from 0.1 to 1024, or `off`, not `{text}`"
+            )),
+        },
+    }
+}
+
 /// The app registry and developer identity: artifacts in `ATRIUM_ARTIFACTS_URI` (default
 /// `<data-dir>/artifacts`), compiled components cached under `<data-dir>/cache/components`,
 /// bundles unpacked under `<data-dir>/bundles`, the secrets key and the token signing key
 /// from the environment or the data directory, and an OpenID Connect provider when
-/// `ATRIUM_OIDC_ISSUER` (with `ATRIUM_OIDC_AUDIENCE`) is set.
+/// `ATRIUM_OIDC_ISSUER` (with `ATRIUM_OIDC_AUDIENCE`) is set. Calls run with a tenant's CPU
+/// cap of `max_cpu_cores_per_tenant` ([`TENANT_CPU_CORES_ENV`]).
 pub fn open_registry(
     store: &atrium_store::Store,
     data_dir: &std::path::Path,
     vars: &[(String, String)],
+    max_cpu_cores_per_tenant: Option<f64>,
 ) -> Result<
     (
         atrium_platform::registry::Registry,
@@ -229,6 +263,7 @@ pub fn open_registry(
         .map_err(|e| format!("cannot open the artifact store: {e}"))?;
     let runtime = atrium_runtime::Runtime::new(atrium_runtime::RuntimeConfig {
         cache_dir: Some(data_dir.join("cache").join("components")),
+        max_cpu_cores_per_tenant,
         ..atrium_runtime::RuntimeConfig::default()
     })
     .map_err(|e| format!("cannot start the component runtime: {e}"))?;
@@ -257,4 +292,25 @@ fn load_config(
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
     atrium_inference::InferenceConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tenant_cpu_cap_is_a_number_of_cores_or_off() {
+        assert_eq!(tenant_cpu_cores(None, Some(0.5)), Ok(Some(0.5)));
+        assert_eq!(tenant_cpu_cores(Some("1.5"), Some(0.5)), Ok(Some(1.5)));
+        assert_eq!(tenant_cpu_cores(Some("off"), Some(0.5)), Ok(None));
+        for bad in ["0", "0.05", "-1", "NaN", "inf", "two", "2000"] {
+            assert_eq!(
+                tenant_cpu_cores(Some(bad), Some(0.5)),
+                Err(format!(
+                    "ATRIUM_TENANT_CPU_CORES must be a number of cores from 0.1 to 1024, or `off`, not `{bad}`"
+                )),
+                "{bad}"
+            );
+        }
+    }
 }

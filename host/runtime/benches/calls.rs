@@ -17,6 +17,14 @@ use atrium_runtime::{
 use criterion::{Criterion, criterion_group};
 use serde_json::Value;
 
+/// What a call costs, not how a tenant is capped: one tenant makes every call here.
+fn config() -> RuntimeConfig {
+    RuntimeConfig {
+        max_cpu_cores_per_tenant: None,
+        ..RuntimeConfig::default()
+    }
+}
+
 fn manifest(path: &str) -> atrium_manifest::Manifest {
     atrium_manifest::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -49,14 +57,14 @@ fn bench_compile(c: &mut Criterion) {
     let m = manifest(atrium_test_artifacts::INVOICES_MANIFEST);
     let mut group = c.benchmark_group("load");
     group.sample_size(10);
-    let uncached = Runtime::new(RuntimeConfig::default()).unwrap();
+    let uncached = Runtime::new(config()).unwrap();
     group.bench_function("compile invoice-desk (558 KB component)", |b| {
         b.iter(|| uncached.load(&bytes, m.clone()).unwrap());
     });
     let dir = tempfile::tempdir().unwrap();
     let cached = Runtime::new(RuntimeConfig {
         cache_dir: Some(dir.path().to_owned()),
-        ..RuntimeConfig::default()
+        ..config()
     })
     .unwrap();
     cached.load(&bytes, m.clone()).unwrap();
@@ -70,7 +78,7 @@ fn bench_compile(c: &mut Criterion) {
 }
 
 fn bench_call(c: &mut Criterion) {
-    let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
+    let runtime = Runtime::new(config()).unwrap();
     let app = probe(&runtime);
     let platform = Arc::new(MemoryPlatform::default());
     let inv = Invocation::new("tenant-bench", platform);
@@ -344,7 +352,7 @@ fn memory_per_instance(runtime: &Runtime) {
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    let runtime = Runtime::new(RuntimeConfig::default()).unwrap();
+    let runtime = Runtime::new(config()).unwrap();
     let app = probe(&runtime);
     let inv = Invocation::new("tenant-bench", Arc::new(MemoryPlatform::default()));
     let lean = echo(&runtime);

@@ -17,7 +17,9 @@
 //! (default `spin,grow,flood`) the attacks the hostile tenant takes turns at;
 //! `ATRIUM_BENCH_BACKGROUND_THREADS` the runtime's `background_threads` (0: no background lane);
 //! `ATRIUM_BENCH_HOSTILE_CORES` the hostile app's `runtime.resources.cpu_cores` (default its
-//! manifest's, 1.0), the share of the cores its install's calls may use together.
+//! manifest's, 1.0), the share of the cores its install's calls may use together;
+//! `ATRIUM_BENCH_TENANT_CORES` the runtime's `max_cpu_cores_per_tenant` (a number, or `off`;
+//! default the runtime's, a quarter of the cores).
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
@@ -203,6 +205,21 @@ fn main() {
     {
         config.background_threads = threads;
     }
+    match std::env::var("ATRIUM_BENCH_TENANT_CORES").ok().as_deref() {
+        None => {}
+        Some("off") => config.max_cpu_cores_per_tenant = None,
+        Some(cores) => {
+            config.max_cpu_cores_per_tenant = Some(
+                cores
+                    .parse()
+                    .expect("ATRIUM_BENCH_TENANT_CORES is a number or `off`"),
+            );
+        }
+    }
+    println!(
+        "max_cpu_cores_per_tenant: {:?}",
+        config.max_cpu_cores_per_tenant
+    );
     let runtime = Runtime::new(config).unwrap();
     let good = load(
         &runtime,

@@ -82,6 +82,8 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let runtime = Runtime::new(RuntimeConfig {
             cache_dir: Some(dir.path().to_owned()),
+            // What a call costs, not how a tenant is capped: one tenant makes every call.
+            max_cpu_cores_per_tenant: None,
             ..RuntimeConfig::default()
         })
         .unwrap();

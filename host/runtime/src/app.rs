@@ -562,15 +562,20 @@ impl App {
         }
     }
 
-    /// What one call of `inv`'s tenant may use of its install's CPU share.
+    /// What one call of `inv`'s tenant may use of its install's CPU share and its tenant's.
     fn call_cpu(&self, inv: &Invocation) -> CallCpu {
         let runtime = &self.inner.runtime;
         let manifest = &self.inner.manifest;
-        CallCpu::new(
-            runtime.tenants.share(&inv.tenant_id, &manifest.app_id),
-            manifest.runtime.resources.cpu_cores,
-            runtime.config.deadline,
-        )
+        let tenants = &runtime.tenants;
+        let account = CpuAccount {
+            install: tenants.share(&inv.tenant_id, &manifest.app_id),
+            install_cores: manifest.runtime.resources.cpu_cores,
+            tenant: runtime
+                .config
+                .max_cpu_cores_per_tenant
+                .map(|cores| (tenants.tenant_share(&inv.tenant_id), cores)),
+        };
+        CallCpu::new(account, runtime.config.deadline)
     }
 
     /// Creates a fresh store and instance for one call.

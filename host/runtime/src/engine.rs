@@ -27,6 +27,11 @@ pub struct RuntimeConfig {
     /// How many of them one tenant may hold at once (default 250, a quarter of the pool); a
     /// call beyond fails with [`crate::CallError::Capacity`] (docs/runtime.md, "Fair shares").
     pub max_instances_per_tenant: u32,
+    /// How much of the machine's cores one tenant's calls may use together, across all its
+    /// installs and whatever their manifests' `cpu_cores` (default a quarter of the cores, like
+    /// its quarter of the pool; none: each install has its `cpu_cores`, and nothing caps the
+    /// tenant). See docs/runtime.md, "What `cpu_cores` means".
+    pub max_cpu_cores_per_tenant: Option<f64>,
     /// Threads of the background lane, where calls that compute for long run at the lowest
     /// priority (default: one fewer than the cores, at least one; 0 keeps every call on its
     /// caller's runtime).
@@ -47,15 +52,20 @@ impl Default for RuntimeConfig {
             deadline: Duration::from_secs(30),
             max_instances: 1000,
             max_instances_per_tenant: 250,
+            max_cpu_cores_per_tenant: Some(available_cores() as f64 / 4.0),
             // One core fewer than the machine has: a core is always left to the first lane,
             // so a short call never waits for a background thread to be preempted.
-            background_threads: std::thread::available_parallelism()
-                .map_or(1, |n| n.get().saturating_sub(1).max(1)),
+            background_threads: available_cores().saturating_sub(1).max(1),
             max_result_bytes: 1024 * 1024,
             max_log_bytes: 64 * 1024,
             tick: Duration::from_millis(1),
         }
     }
+}
+
+/// The cores this process may run on (one where that cannot be told).
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 /// How much of a linear memory stays resident in a free pool slot.

@@ -55,6 +55,22 @@ pub(crate) struct TenantSlots {
     /// Keyed by tenant and app id; an account that owes nothing and that no call holds is
     /// as good as a new one, and such accounts are forgotten once there are many.
     shares: Mutex<HashMap<(String, String), Arc<CpuShare>>>,
+    /// Each tenant's CPU account across its installs, kept the same way.
+    tenant_shares: Mutex<HashMap<String, Arc<CpuShare>>>,
+}
+
+/// The account under `key`, opened if there is none; settled accounts no call holds are
+/// forgotten once there are 10,000.
+fn account<K: std::hash::Hash + Eq>(
+    accounts: &Mutex<HashMap<K, Arc<CpuShare>>>,
+    key: K,
+) -> Arc<CpuShare> {
+    let mut accounts = accounts.lock().unwrap_or_else(PoisonError::into_inner);
+    if accounts.len() >= 10_000 {
+        let now = Instant::now();
+        accounts.retain(|_, share| Arc::strong_count(share) > 1 || !share.is_settled(now));
+    }
+    accounts.entry(key).or_default().clone()
 }
 
 /// One instance of a tenant, given back when dropped (with the call's store).
@@ -109,15 +125,12 @@ impl TenantSlots {
 
     /// The CPU account of `tenant`'s install of `app`, which all its calls are charged to.
     pub fn share(&self, tenant: &str, app: &str) -> Arc<CpuShare> {
-        let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
-        if shares.len() >= 10_000 {
-            let now = Instant::now();
-            shares.retain(|_, share| Arc::strong_count(share) > 1 || !share.is_settled(now));
-        }
-        shares
-            .entry((tenant.to_owned(), app.to_owned()))
-            .or_default()
-            .clone()
+        account(&self.shares, (tenant.to_owned(), app.to_owned()))
+    }
+
+    /// The CPU account of `tenant`, which the calls of all its installs are charged to.
+    pub fn tenant_share(&self, tenant: &str) -> Arc<CpuShare> {
+        account(&self.tenant_shares, tenant.to_owned())
     }
 
     #[cfg(test)]
@@ -199,7 +212,8 @@ impl Reaper {
                     let started = crate::limits::thread_cpu_time();
                     drop(item);
                     if let Some(account) = account {
-                        account.charge(crate::limits::thread_cpu_time().saturating_sub(started));
+                        let used = crate::limits::thread_cpu_time().saturating_sub(started);
+                        account.charge(used, Instant::now());
                     }
                     counted.fetch_sub(1, Ordering::Relaxed);
                     drops_counted.fetch_add(1, Ordering::Release);
@@ -442,7 +456,14 @@ mod tests {
         let background = Background::start(1).unwrap();
         let tenants = Arc::new(TenantSlots::default());
         let lane = || std::thread::current().name().unwrap_or("").to_owned();
-        let cpu = |tenant: &str| CallCpu::new(tenants.share(tenant, "app"), 4.0, HEAVY_FOR);
+        let cpu = |tenant: &str| {
+            let account = CpuAccount {
+                install: tenants.share(tenant, "app"),
+                install_cores: 4.0,
+                tenant: None,
+            };
+            CallCpu::new(account, HEAVY_FOR)
+        };
         let short = background
             .run(&tenants, "t", cpu("t"), async move { lane() })
             .await

@@ -146,18 +146,28 @@ impl CpuShare {
     }
 }
 
-/// An install's account with its share: what its calls are charged to, and the work the host
-/// does for it after a call (the reaper giving back the memory its call grew).
+/// What a call is charged to: its install's share and its tenant's (all the tenant's installs
+/// together), and the work the host does for it after a call (the reaper giving back the memory
+/// its call grew).
 #[derive(Debug, Clone)]
 pub(crate) struct CpuAccount {
-    pub share: Arc<CpuShare>,
-    pub cores: f64,
+    /// The install's share, at `runtime.resources.cpu_cores`.
+    pub install: Arc<CpuShare>,
+    pub install_cores: f64,
+    /// The tenant's share, at the runtime's `max_cpu_cores_per_tenant` (none: no such cap).
+    pub tenant: Option<(Arc<CpuShare>, f64)>,
 }
 
 impl CpuAccount {
-    /// Charges `used` now; says how long a call charged would have to sleep.
-    pub fn charge(&self, used: Duration) -> Option<Duration> {
-        self.share.charge(used, self.cores, Instant::now())
+    /// Charges `used` to both shares; says how long the call charged must sleep: the larger of
+    /// the two debts, once one passes [`CPU_PERIOD`].
+    pub fn charge(&self, used: Duration, now: Instant) -> Option<Duration> {
+        let install = self.install.charge(used, self.install_cores, now);
+        let tenant = self
+            .tenant
+            .as_ref()
+            .and_then(|(share, cores)| share.charge(used, *cores, now));
+        install.max(tenant)
     }
 }
 
@@ -185,16 +195,16 @@ pub(crate) struct CpuUse {
 }
 
 impl CallCpu {
-    pub fn new(share: Arc<CpuShare>, cores: f64, deadline: Duration) -> Self {
+    pub fn new(account: CpuAccount, deadline: Duration) -> Self {
         CallCpu {
-            account: CpuAccount { share, cores },
+            account,
             ends: Instant::now() + deadline,
             nap: None,
             used: CpuUse::default(),
         }
     }
 
-    /// The install's account, for work done for the call after it ends.
+    /// What the call is charged to, for work done for it after it ends.
     pub fn account(&self) -> CpuAccount {
         self.account.clone()
     }
@@ -216,7 +226,7 @@ impl CallCpu {
         let used = thread_cpu_time().saturating_sub(started);
         self.used.computed += used;
         let now = Instant::now();
-        if let Some(debt) = self.account.share.charge(used, self.account.cores, now)
+        if let Some(debt) = self.account.charge(used, now)
             && polled.is_pending()
         {
             let nap = debt.min(self.ends.saturating_duration_since(now));

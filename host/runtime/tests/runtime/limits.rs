@@ -286,6 +286,74 @@ async fn an_install_s_calls_share_its_cpu_cores_and_another_tenant_has_its_own()
     other.expect("another tenant's call finishes beside the crowd");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_s_installs_share_its_cpu_cap_and_another_tenant_has_its_own() {
+    let work = r#"{"iterations": 100000000}"#;
+    let p = platform();
+    let calibrating = runtime_with(Duration::from_secs(30), |_| {});
+    let full = load_on(
+        &calibrating,
+        atrium_test_artifacts::PROBE,
+        atrium_test_artifacts::PROBE_MANIFEST,
+        |m| m.runtime.resources.cpu_cores = 4.0,
+    );
+    let started = std::time::Instant::now();
+    full.call_tool(&inv(&p), "burn", work)
+        .await
+        .expect("the work finishes at a full core");
+    let once = started.elapsed();
+    eprintln!("the work took {once:?} at a full core");
+
+    // Two apps of one tenant, each asking for four cores, under a tenant cap of a quarter of
+    // a core. A call alone takes four times `once`, and the deadline leaves it twice that. Four
+    // calls, two of each app, need four times the CPU, but the tenant earns a quarter of a core
+    // over the deadline, twice `once`: some of them run out of time. Without the cap each
+    // install would have its four cores, and all four calls would finish within the deadline
+    // even on the one thread of the background lane.
+    let deadline = once * 8;
+    let rt = runtime_with(deadline, |c| c.max_cpu_cores_per_tenant = Some(0.25));
+    let install = |app_id: &str| {
+        load_on(
+            &rt,
+            atrium_test_artifacts::PROBE,
+            atrium_test_artifacts::PROBE_MANIFEST,
+            |m| {
+                m.runtime.resources.cpu_cores = 4.0;
+                m.app_id = app_id.to_owned();
+            },
+        )
+    };
+    let (first, second) = (install("probe"), install("probe-two"));
+    first
+        .call_tool(&inv(&p), "burn", work)
+        .await
+        .expect("a call alone at the tenant's quarter of a core finishes");
+    let crowd: Vec<_> = [&first, &second, &first, &second]
+        .into_iter()
+        .map(|app| {
+            let (app, inv) = (app.clone(), inv(&p));
+            tokio::spawn(async move { app.call_tool(&inv, "burn", work).await })
+        })
+        .collect();
+    // Another tenant has a cap of its own.
+    let other = second
+        .call_tool(&Invocation::new("tenant-b", p.clone()), "burn", work)
+        .await;
+    let mut out_of_time = 0;
+    for call in crowd {
+        match call.await.unwrap() {
+            Ok(_) => {}
+            Err(CallError::Deadline(d)) if d == deadline => out_of_time += 1,
+            Err(e) => panic!("a call of the crowd failed otherwise: {e}"),
+        }
+    }
+    assert!(
+        out_of_time >= 1,
+        "four calls of one tenant's two apps under a cap of a quarter of a core all finished within twice their work ({once:?} each)"
+    );
+    other.expect("another tenant's call finishes beside the crowd");
+}
+
 #[tokio::test]
 async fn a_full_instance_pool_is_a_capacity_error() {
     let rt = runtime_with(Duration::from_millis(800), |c| c.max_instances = 1);
