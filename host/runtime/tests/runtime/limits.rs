@@ -1,8 +1,10 @@
 //! Hostile guests: each limit ends only its own call, with a typed error.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::*;
+use atrium_runtime::memory::MemoryPlatform;
 use atrium_runtime::{CallError, Invocation, Runtime, RuntimeConfig};
 
 fn runtime_with(deadline: Duration, edit: impl FnOnce(&mut RuntimeConfig)) -> Runtime {
@@ -227,11 +229,12 @@ async fn cpu_cores_below_one_is_a_share_of_a_core() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_install_s_calls_share_its_cpu_cores_and_another_tenant_has_its_own() {
-    // How long the work takes at a full core on this machine now: the deadline is set from it.
-    let work = r#"{"iterations": 100000000}"#;
-    let p = platform();
+/// The work of the CPU-share tests: 100 million iterations of the probe's `burn`.
+const BURN: &str = r#"{"iterations": 100000000}"#;
+
+/// How long [`BURN`] takes at a full core on this machine now: the tests' deadlines are set
+/// from it.
+async fn burn_at_a_full_core(p: &Arc<MemoryPlatform>) -> Duration {
     let calibrating = runtime_with(Duration::from_secs(30), |_| {});
     let full = load_on(
         &calibrating,
@@ -240,11 +243,35 @@ async fn an_install_s_calls_share_its_cpu_cores_and_another_tenant_has_its_own()
         |m| m.runtime.resources.cpu_cores = 4.0,
     );
     let started = std::time::Instant::now();
-    full.call_tool(&inv(&p), "burn", work)
+    full.call_tool(&inv(p), "burn", BURN)
         .await
         .expect("the work finishes at a full core");
     let once = started.elapsed();
     eprintln!("the work took {once:?} at a full core");
+    once
+}
+
+/// How many of `crowd` ran out of time at `deadline`; any other failure fails the test.
+async fn out_of_time(
+    crowd: Vec<tokio::task::JoinHandle<Result<String, CallError>>>,
+    deadline: Duration,
+) -> usize {
+    let mut out_of_time = 0;
+    for call in crowd {
+        match call.await.unwrap() {
+            Ok(_) => {}
+            Err(CallError::Deadline(d)) if d == deadline => out_of_time += 1,
+            Err(e) => panic!("a call of the crowd failed otherwise: {e}"),
+        }
+    }
+    out_of_time
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_install_s_calls_share_its_cpu_cores_and_another_tenant_has_its_own() {
+    let work = BURN;
+    let p = platform();
+    let once = burn_at_a_full_core(&p).await;
 
     // At a quarter of a core a call alone takes four times `once`, and the deadline leaves it
     // twice that. Four calls of the install at once need four times the CPU, but together they
@@ -271,14 +298,7 @@ async fn an_install_s_calls_share_its_cpu_cores_and_another_tenant_has_its_own()
     let other = app
         .call_tool(&Invocation::new("tenant-b", p.clone()), "burn", work)
         .await;
-    let mut out_of_time = 0;
-    for call in crowd {
-        match call.await.unwrap() {
-            Ok(_) => {}
-            Err(CallError::Deadline(d)) if d == deadline => out_of_time += 1,
-            Err(e) => panic!("a call of the crowd failed otherwise: {e}"),
-        }
-    }
+    let out_of_time = out_of_time(crowd, deadline).await;
     assert!(
         out_of_time >= 1,
         "four calls of one install at a quarter of a core all finished within twice their work ({once:?} each)"
@@ -288,21 +308,9 @@ async fn an_install_s_calls_share_its_cpu_cores_and_another_tenant_has_its_own()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_s_installs_share_its_cpu_cap_and_another_tenant_has_its_own() {
-    let work = r#"{"iterations": 100000000}"#;
+    let work = BURN;
     let p = platform();
-    let calibrating = runtime_with(Duration::from_secs(30), |_| {});
-    let full = load_on(
-        &calibrating,
-        atrium_test_artifacts::PROBE,
-        atrium_test_artifacts::PROBE_MANIFEST,
-        |m| m.runtime.resources.cpu_cores = 4.0,
-    );
-    let started = std::time::Instant::now();
-    full.call_tool(&inv(&p), "burn", work)
-        .await
-        .expect("the work finishes at a full core");
-    let once = started.elapsed();
-    eprintln!("the work took {once:?} at a full core");
+    let once = burn_at_a_full_core(&p).await;
 
     // Two apps of one tenant, each asking for four cores, under a tenant cap of a quarter of
     // a core. A call alone takes four times `once`, and the deadline leaves it twice that. Four
@@ -339,14 +347,7 @@ async fn a_tenant_s_installs_share_its_cpu_cap_and_another_tenant_has_its_own() 
     let other = second
         .call_tool(&Invocation::new("tenant-b", p.clone()), "burn", work)
         .await;
-    let mut out_of_time = 0;
-    for call in crowd {
-        match call.await.unwrap() {
-            Ok(_) => {}
-            Err(CallError::Deadline(d)) if d == deadline => out_of_time += 1,
-            Err(e) => panic!("a call of the crowd failed otherwise: {e}"),
-        }
-    }
+    let out_of_time = out_of_time(crowd, deadline).await;
     assert!(
         out_of_time >= 1,
         "four calls of one tenant's two apps under a cap of a quarter of a core all finished within twice their work ({once:?} each)"
