@@ -707,7 +707,7 @@ async fn dispatch(
 
 /// Drops the store of a finished call: on the reaper's thread when its memory grew past the
 /// part of a pool slot kept resident (giving that back unmaps it, charged to `account`, the
-/// call's install), here otherwise.
+/// call's install and tenant), here otherwise.
 fn release(runtime: &RuntimeInner, store: Store<CallState>, account: CpuAccount) {
     if store.data().memory.peak_bytes > crate::engine::KEEP_RESIDENT_BYTES {
         runtime.reaper.drop_later(store, Some(account));

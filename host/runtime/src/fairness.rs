@@ -171,7 +171,7 @@ pub const REAPER_BEHIND: usize = 16;
 /// bounded by the pool; a call that finds the pool full while stores wait here waits for the
 /// reaper to give a slot back (at most a second in all) instead of being refused.
 /// The time a drop takes (the kernel freeing what the call grew) is charged to the install
-/// whose call it was, as if its call had spent it: an app whose calls fill their memory pays
+/// (and the tenant) whose call it was, as if its call had spent it: an app whose calls fill their memory pays
 /// for giving it back, in the same account as its computing, instead of the host paying.
 pub(crate) struct Reaper {
     queue: Option<std::sync::mpsc::Sender<(Box<dyn Send>, Option<CpuAccount>)>>,
@@ -432,6 +432,42 @@ mod tests {
         reaper.drop_later(Noted(tx), None);
         let thread = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(thread, "atrium-reaper");
+    }
+
+    #[test]
+    fn the_reaper_charges_what_a_drop_takes_to_the_install_and_the_tenant() {
+        // Spends 20 ms of its thread's CPU time being dropped, as giving back a grown memory does.
+        struct Costly;
+        impl Drop for Costly {
+            fn drop(&mut self) {
+                let until = thread_cpu_time() + Duration::from_millis(20);
+                while thread_cpu_time() < until {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        let reaper = Reaper::start().unwrap();
+        let account = CpuAccount {
+            install: Arc::default(),
+            install_cores: 0.1,
+            tenant: Some((Arc::default(), 0.1)),
+        };
+        reaper.drop_later(Costly, Some(account.clone()));
+        let waited = Instant::now();
+        while reaper.drops() == 0 {
+            assert!(
+                waited.elapsed() < Duration::from_secs(30),
+                "the reaper did not drop"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // 20 ms at a tenth of a core are 200 ms of debt, in both accounts; a call charged next
+        // sleeps for it.
+        let soon = Instant::now() + Duration::from_millis(100);
+        assert!(!account.install.is_settled(soon));
+        let (tenant, _) = account.tenant.as_ref().unwrap();
+        assert!(!tenant.is_settled(soon));
+        assert!(account.charge(Duration::ZERO, Instant::now()).is_some());
     }
 
     #[test]
