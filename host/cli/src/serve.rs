@@ -102,7 +102,7 @@ pub fn run(args: &Args) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-        let listener = match tokio::net::TcpListener::bind(addr).await {
+        let listener = match atrium_server::overload::listen(addr) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("error: cannot listen on {addr}: {e}");

@@ -433,6 +433,28 @@ pub struct Connection {
     answered: Arc<Mutex<Option<Instant>>>,
 }
 
+/// How many connections the kernel may hold for the host before it accepts them. The standard
+/// library's and tokio's `bind` ask for 128: a host taking a few thousand new connections a
+/// second fills that in a few tens of milliseconds of a busy core, and the kernel then drops
+/// the clients' SYNs, which they send again only after a second (then 3 s, 7 s). A longer
+/// queue keeps those connections, and [`Gate`] answers the ones that waited too long with a
+/// 503 as soon as it accepts them. The kernel caps it at `net.core.somaxconn` (4096 by default).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A TCP listener on `addr` with a backlog of [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as
+/// `bind` sets it).
+pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(not(windows))]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// The host's listener: a TCP listener that refuses, as it accepts them, the connections whose
 /// first request arrives while the host is past its capacity (see the module's documentation).
 pub struct Gate {
@@ -730,6 +752,24 @@ mod tests {
         // the host's queue.
         limiter.serving();
         assert_eq!(limiter.shed_reason(Some(limit * 5)), None);
+    }
+
+    #[tokio::test]
+    async fn the_listener_holds_more_connections_than_the_usual_128_before_it_accepts() {
+        let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Nothing accepts. With a backlog of 128 the kernel would drop the SYNs past the
+        // 129th connection, and those clients would wait for a resend that meets a full
+        // queue again.
+        let connected = tokio::task::spawn_blocking(move || {
+            (0..300)
+                .map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10)))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await
+        .unwrap();
+        assert_eq!(connected.unwrap().len(), 300);
+        drop(listener);
     }
 
     #[cfg(target_os = "linux")]
