@@ -159,6 +159,9 @@ impl Drop for TenantSlot {
 /// How many stores may wait for the reaper before it stops yielding to everything else.
 pub const REAPER_BEHIND: usize = 16;
 
+/// What the reaper is sent: an item to drop, and the account its drop is charged to.
+type Reaped = (Box<dyn Send>, Option<CpuAccount>);
+
 /// A thread that drops what it is sent: the stores of calls whose memory is expensive to give
 /// back. While it keeps up it runs under `SCHED_IDLE`, like the background lane: woken by a
 /// first-lane worker it does not take that worker's core, and a worker that wakes where it runs
@@ -174,7 +177,7 @@ pub const REAPER_BEHIND: usize = 16;
 /// (and the tenant) whose call it was, as if its call had spent it: an app whose calls fill their memory pays
 /// for giving it back, in the same account as its computing, instead of the host paying.
 pub(crate) struct Reaper {
-    queue: Option<std::sync::mpsc::Sender<(Box<dyn Send>, Option<CpuAccount>)>>,
+    queue: Option<std::sync::mpsc::Sender<Reaped>>,
     waiting: Arc<std::sync::atomic::AtomicUsize>,
     /// Told after each drop.
     dropped: Arc<tokio::sync::Notify>,
@@ -186,7 +189,7 @@ impl Reaper {
     /// Starts the thread.
     pub fn start() -> std::io::Result<Self> {
         use std::sync::atomic::Ordering;
-        let (queue, dropped) = std::sync::mpsc::channel::<(Box<dyn Send>, Option<CpuAccount>)>();
+        let (queue, dropped) = std::sync::mpsc::channel::<Reaped>();
         let waiting = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = waiting.clone();
         let dropped_one = Arc::new(tokio::sync::Notify::new());
