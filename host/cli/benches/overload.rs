@@ -45,33 +45,14 @@ const KEYS: usize = 32;
 /// The fake upstream: OpenAI's chat completion, answered after `delay`, on a thread and
 /// runtime of its own. Returns its base URL.
 fn upstream(delay: Duration) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let answer = move |axum::Json(body): axum::Json<Value>| async move {
-                if !delay.is_zero() {
-                    tokio::time::sleep(delay).await;
-                }
-                axum::Json(json!({
-                    "id": "up", "object": "chat.completion", "created": 1, "model": body["model"],
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }))
-            };
-            let app = axum::Router::new()
-                .route("/v1/chat/completions", axum::routing::post(answer));
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    base
+    let llm = atrium_fake_llm::FakeLlm::start_in_thread();
+    let mistral = llm.upstream("mistral");
+    // Counted, not kept: a run sends hundreds of thousands.
+    mistral.keep_requests(false);
+    if !delay.is_zero() {
+        mistral.delay(delay);
+    }
+    format!("{}/v1", llm.base_url("mistral"))
 }
 
 /// What one request met.

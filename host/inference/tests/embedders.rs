@@ -7,144 +7,38 @@
     clippy::result_large_err
 )]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
+use atrium_fake_llm::{FakeLlm, Reply, Upstream, embedding as vector};
 use atrium_inference::InferenceConfig;
 use atrium_inference::embed::{DIMENSIONS, EmbedError, Embedders};
-use axum::Json;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
-/// What the fake answers and what it saw.
-#[derive(Default)]
-struct Fake {
-    requests: AtomicUsize,
-    dimensions: Mutex<Option<usize>>,
-    status: Mutex<Option<u16>>,
-    drop_one: Mutex<bool>,
-    auth: Mutex<Vec<String>>,
-    models: Mutex<Vec<String>>,
-}
-
-/// A deterministic, not normalised vector for a text: the fake's "model".
-fn vector(text: &str, dims: usize) -> Vec<f32> {
-    let seed = text.bytes().map(u32::from).sum::<u32>() as f32;
-    (0..dims)
-        .map(|i| ((i as f32 + seed) * 0.37).sin() * 3.0)
-        .collect()
-}
-
-fn observe(
-    fake: &Fake,
-    headers: &HeaderMap,
-    body: &Value,
-) -> Result<(Vec<String>, usize), Response> {
-    fake.requests.fetch_add(1, Ordering::SeqCst);
-    if let Some(a) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
-        fake.auth.lock().unwrap().push(a.to_owned());
-    }
-    fake.models
-        .lock()
-        .unwrap()
-        .push(body["model"].as_str().unwrap_or_default().to_owned());
-    if let Some(status) = *fake.status.lock().unwrap() {
-        return Err((
-            StatusCode::from_u16(status).unwrap(),
-            Json(json!({"error": {"message": "injected"}})),
-        )
-            .into_response());
-    }
-    let mut inputs: Vec<String> = body["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_owned())
-        .collect();
-    if *fake.drop_one.lock().unwrap() {
-        inputs.pop();
-    }
-    let dims = fake.dimensions.lock().unwrap().unwrap_or(DIMENSIONS);
-    Ok((inputs, dims))
-}
-
-async fn openai_wire(
-    State(fake): State<Arc<Fake>>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    let (inputs, dims) = match observe(&fake, &headers, &body) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
-    // Answer in reverse order: the index field decides.
-    let data: Vec<Value> = inputs
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": vector(t, dims)}))
-        .collect();
-    let tokens = inputs.len() * 7;
-    Json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}))
-        .into_response()
-}
-
-async fn ollama(
-    State(fake): State<Arc<Fake>>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    let (inputs, dims) = match observe(&fake, &headers, &body) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
-    let embeddings: Vec<Vec<f32>> = inputs.iter().map(|t| vector(t, dims)).collect();
-    Json(json!({"model": body["model"], "embeddings": embeddings, "prompt_eval_count": inputs.len() * 5}))
-        .into_response()
-}
-
-/// Starts one fake for each provider; returns them and the embedders configured at them.
-async fn start() -> (Arc<Fake>, Arc<Fake>, Arc<Fake>, Embedders) {
-    let (mistral, ovh, ollama_fake) = (
-        Arc::new(Fake::default()),
-        Arc::new(Fake::default()),
-        Arc::new(Fake::default()),
-    );
-    let app = axum::Router::new()
-        .route(
-            "/mistral/v1/embeddings",
-            axum::routing::post(openai_wire).with_state(mistral.clone()),
-        )
-        .route(
-            "/ovh/v1/embeddings",
-            axum::routing::post(openai_wire).with_state(ovh.clone()),
-        )
-        .route(
-            "/ollama/api/embed",
-            axum::routing::post(ollama).with_state(ollama_fake.clone()),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+/// Starts a fake for each provider (Mistral and OVH on OpenAI's embeddings format, Ollama on
+/// its own; each answers a deterministic, not normalised vector per text, the OpenAI format's
+/// in reverse order); returns them and the embedders configured at them.
+async fn start() -> (Upstream, Upstream, Upstream, Embedders) {
+    let llm = FakeLlm::start().await;
     let config = InferenceConfig::parse("[providers.ollama]\ntimeout_seconds = 5\n").unwrap();
+    let (mistral, ovh, ollama) = (
+        llm.base_url("mistral"),
+        llm.base_url("ovh"),
+        llm.base_url("ollama"),
+    );
     let vars = move |name: &str| -> Option<String> {
         Some(match name {
-            "ATRIUM_MISTRAL_BASE_URL" => format!("http://{addr}/mistral/v1"),
+            "ATRIUM_MISTRAL_BASE_URL" => format!("{mistral}/v1"),
             "ATRIUM_MISTRAL_API_KEY" => "mistral-key".into(),
-            "ATRIUM_OVH_BASE_URL" => format!("http://{addr}/ovh/v1"),
+            "ATRIUM_OVH_BASE_URL" => format!("{ovh}/v1"),
             "ATRIUM_OVH_API_KEY" => "ovh-key".into(),
-            "ATRIUM_OLLAMA_BASE_URL" => format!("http://{addr}/ollama"),
+            "ATRIUM_OLLAMA_BASE_URL" => ollama.clone(),
             _ => return None,
         })
     };
-    (
-        mistral,
-        ovh,
-        ollama_fake,
-        Embedders::from_config(&config, &vars),
-    )
+    let fakes = ["mistral", "ovh", "ollama"].map(|name| {
+        let fake = llm.upstream(name);
+        fake.dimensions(DIMENSIONS);
+        fake
+    });
+    let [mistral, ovh, ollama] = fakes;
+    (mistral, ovh, ollama, Embedders::from_config(&config, &vars))
 }
 
 fn texts(n: usize) -> Vec<String> {
@@ -199,14 +93,22 @@ async fn every_provider_embeds_in_order_with_its_protocol_and_key() {
             (out.vectors[2][0] - expected[0] / norm).abs() < 1e-5,
             "{provider}"
         );
-        assert_eq!(fake.models.lock().unwrap().last().unwrap(), model);
+        assert_eq!(fake.last().unwrap().body["model"], model);
     }
     assert_eq!(
-        mistral.auth.lock().unwrap().last().unwrap(),
-        "Bearer mistral-key"
+        mistral.last().unwrap().header("authorization"),
+        Some("Bearer mistral-key")
     );
-    assert_eq!(ovh.auth.lock().unwrap().last().unwrap(), "Bearer ovh-key");
-    assert!(ollama_fake.auth.lock().unwrap().is_empty());
+    assert_eq!(
+        ovh.last().unwrap().header("authorization"),
+        Some("Bearer ovh-key")
+    );
+    assert!(
+        ollama_fake
+            .requests()
+            .iter()
+            .all(|r| r.header("authorization").is_none())
+    );
     assert_eq!(embedders.find("bge-m3", None).unwrap().provider(), "ovh");
     assert_eq!(
         embedders.find("bge-m3", Some("ollama")).unwrap().provider(),
@@ -225,7 +127,7 @@ async fn long_lists_go_in_batches_of_32() {
         .await
         .unwrap();
     assert_eq!(out.vectors.len(), 70);
-    assert_eq!(mistral.requests.load(Ordering::SeqCst), 3);
+    assert_eq!(mistral.calls(), 3);
 }
 
 #[tokio::test]
@@ -236,7 +138,7 @@ async fn another_dimension_is_an_error_never_padded() {
         ("ovh", &ovh),
         ("ollama", &ollama_fake),
     ] {
-        *fake.dimensions.lock().unwrap() = Some(768);
+        fake.dimensions(768);
         let err = embedders
             .by_provider(provider)
             .unwrap()
@@ -255,7 +157,7 @@ async fn another_dimension_is_an_error_never_padded() {
 #[tokio::test]
 async fn missing_vectors_and_upstream_failures_are_named() {
     let (mistral, _, ollama_fake, embedders) = start().await;
-    *mistral.drop_one.lock().unwrap() = true;
+    mistral.push(Reply::embeddings_missing(1));
     let err = embedders
         .by_provider("mistral")
         .unwrap()
@@ -266,7 +168,7 @@ async fn missing_vectors_and_upstream_failures_are_named() {
         err.to_string().contains("1 embeddings for 2 inputs"),
         "{err}"
     );
-    *ollama_fake.status.lock().unwrap() = Some(503);
+    ollama_fake.fail(503);
     let err = embedders
         .by_provider("ollama")
         .unwrap()

@@ -9,19 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-use axum::Json;
 use serde_json::{Value, json};
 
 const RATE: u64 = 1000;
 const SECONDS: u64 = 10;
-
-async fn upstream(Json(body): Json<Value>) -> Json<Value> {
-    Json(json!({
-        "id": "up", "object": "chat.completion", "created": 1, "model": body["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }))
-}
 
 async fn load(
     client: &reqwest::Client,
@@ -64,15 +55,14 @@ fn at(latencies: &[Duration], q: f64) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let fake = axum::Router::new().route("/v1/chat/completions", axum::routing::post(upstream));
-    let fake_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let fake_addr = fake_listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(fake_listener, fake).await });
+    // The upstream answers at once; its requests are counted, not kept.
+    let fake = atrium_fake_llm::FakeLlm::start().await;
+    fake.upstream("mistral").keep_requests(false);
 
     let dir = tempfile::tempdir().unwrap();
     let store = atrium_store::Store::open_sqlite(dir.path()).await.unwrap();
     let key = store.create_key("bench", "bench").await.unwrap();
-    let base = format!("http://{fake_addr}/v1");
+    let base = format!("{}/v1", fake.base_url("mistral"));
     let gateway = atrium_inference::Gateway::from_env(
         atrium_inference::Catalog::builtin(),
         |name| match name {

@@ -461,52 +461,13 @@ fn a_kill_during_activations_leaves_each_install_whole_or_absent() {
     assert_eq!(status.code(), Some(0));
 }
 
-/// A fake Ollama (`POST /api/chat`) that answers every chat after `delay`, counting them.
-fn fake_ollama(delay: Duration) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = calls.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let counted = counted.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream);
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                }
-                let mut request = vec![0; length];
-                if reader.read_exact(&mut request).is_err() {
-                    return;
-                }
-                std::thread::sleep(delay);
-                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let answer = serde_json::json!({
-                    "model": "llama3.2", "created_at": "2026-01-01T00:00:00Z",
-                    "message": {"role": "assistant", "content": "ollama says hi"},
-                    "done": true, "done_reason": "stop", "prompt_eval_count": 6, "eval_count": 3,
-                })
-                .to_string();
-                let _ = write!(
-                    reader.get_mut(),
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-            });
-        }
-    });
-    (url, calls)
+/// A fake Ollama (`POST /api/chat`) that answers every chat after `delay`, counting them: its
+/// base URL and the fake.
+pub(crate) fn fake_ollama(delay: Duration) -> (String, atrium_fake_llm::Upstream) {
+    let llm = atrium_fake_llm::FakeLlm::start_in_thread();
+    let ollama = llm.upstream("ollama");
+    ollama.delay(delay);
+    (llm.base_url("ollama"), ollama)
 }
 
 #[test]
@@ -515,7 +476,7 @@ fn a_batch_cut_by_kills_resumes_and_finishes_every_item_once() {
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
     let key = crate::create_key(dir.path(), data);
-    let (ollama, calls) = fake_ollama(Duration::from_millis(80));
+    let (ollama, fake) = fake_ollama(Duration::from_millis(80));
     let start = || {
         let mut command = command(
             dir.path(),
@@ -574,7 +535,7 @@ fn a_batch_cut_by_kills_resumes_and_finishes_every_item_once() {
         );
     }
     // Items cut off by a kill ran again; at most the eight in flight each time.
-    let upstream = calls.load(std::sync::atomic::Ordering::SeqCst);
+    let upstream = fake.calls();
     eprintln!("{items} items, {upstream} upstream calls");
     assert!(
         (items..=items + 16).contains(&upstream),

@@ -1,20 +1,15 @@
-//! The contract, written once: a fake upstream on loopback that speaks a provider's wire
-//! protocol, and the checks every provider's adapter must pass against it.
+//! The contract, written once: the checks every provider's adapter must pass against a fake
+//! upstream on loopback that speaks its wire protocol (`atrium-fake-llm`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use atrium_fake_llm::{FakeLlm, Protocol, Request, Upstream};
 use atrium_inference::providers::stream::StreamEvent;
 use atrium_inference::providers::{
     self, ChatRequest, Provider, ProviderConfig, Requirement, UpstreamError,
 };
 use atrium_inference::{Catalog, Gateway, ProviderId, Selection};
-use axum::Json;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -38,13 +33,18 @@ pub enum Wire {
 }
 
 impl Wire {
+    /// The protocol the fake speaks.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            Wire::ChatCompletions { .. } => Protocol::ChatCompletions,
+            Wire::Messages => Protocol::Messages,
+            Wire::OllamaChat => Protocol::OllamaChat,
+        }
+    }
+
     /// The path the adapter posts to, under its base URL.
     pub fn endpoint(self) -> &'static str {
-        match self {
-            Wire::ChatCompletions { .. } => "/chat/completions",
-            Wire::Messages => "/v1/messages",
-            Wire::OllamaChat => "/api/chat",
-        }
+        self.protocol().endpoint()
     }
 }
 
@@ -118,222 +118,30 @@ pub fn shaped_request() -> ChatRequest {
     }
 }
 
-/// One request the fake received.
-#[derive(Clone)]
-pub struct Seen {
-    /// The request path.
-    pub path: String,
-    /// The request headers.
-    pub headers: HeaderMap,
-    /// The JSON body (`null` when it was not JSON).
-    pub body: Value,
+/// Starts a fake upstream on loopback speaking `case`'s protocol (and answering 404 at any
+/// other endpoint) with `"{provider} says hi"`; it records each request and fails or answers
+/// late on demand. Returns the base URL to configure the provider with, and the fake.
+pub async fn fake(case: &Case) -> (String, Upstream) {
+    let llm = FakeLlm::start().await;
+    // The base path starts with the provider's name, which names the fake's upstream.
+    assert!(
+        case.base_path.starts_with(&format!("/{}", case.name())),
+        "{}: {}",
+        case.name(),
+        case.base_path
+    );
+    let upstream = llm.upstream(case.name());
+    upstream.only(case.wire.protocol());
+    if let Wire::ChatCompletions {
+        usage_unasked: true,
+    } = case.wire
+    {
+        upstream.always_report_usage();
+    }
+    (format!("{}{}", llm.url(), case.base_path), upstream)
 }
 
-/// What a fake answers and what it saw.
-struct Upstream {
-    name: &'static str,
-    wire: Wire,
-    endpoint: String,
-    calls: AtomicUsize,
-    fail_with: Mutex<Option<u16>>,
-    delay: Mutex<Option<Duration>>,
-    last: Mutex<Option<Seen>>,
-}
-
-/// A fake upstream on loopback speaking one case's protocol: it records each request, fails
-/// with a status on demand and answers late on demand.
-pub struct Fake {
-    /// The base URL to configure the provider with.
-    pub base_url: String,
-    upstream: Arc<Upstream>,
-}
-
-impl Fake {
-    /// Starts the fake of `case`.
-    pub async fn start(case: &Case) -> Fake {
-        let upstream = Arc::new(Upstream {
-            name: case.name(),
-            wire: case.wire,
-            endpoint: format!("{}{}", case.base_path, case.wire.endpoint()),
-            calls: AtomicUsize::new(0),
-            fail_with: Mutex::new(None),
-            delay: Mutex::new(None),
-            last: Mutex::new(None),
-        });
-        let app = axum::Router::new()
-            .fallback(answer)
-            .with_state(upstream.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Fake {
-            base_url: format!("http://{addr}{}", case.base_path),
-            upstream,
-        }
-    }
-
-    /// Answers every request from now on with `status` and an error body.
-    pub fn fail(&self, status: u16) {
-        *self.upstream.fail_with.lock().unwrap() = Some(status);
-    }
-
-    /// Waits `by` before answering.
-    pub fn delay(&self, by: Duration) {
-        *self.upstream.delay.lock().unwrap() = Some(by);
-    }
-
-    /// How many requests arrived.
-    pub fn calls(&self) -> usize {
-        self.upstream.calls.load(Ordering::SeqCst)
-    }
-
-    /// The last request.
-    pub fn last(&self) -> Seen {
-        self.upstream.last.lock().unwrap().clone().unwrap()
-    }
-}
-
-async fn answer(
-    State(upstream): State<Arc<Upstream>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    upstream.calls.fetch_add(1, Ordering::SeqCst);
-    *upstream.last.lock().unwrap() = Some(Seen {
-        path: uri.path().to_owned(),
-        headers,
-        body: body.clone(),
-    });
-    if uri.path() != upstream.endpoint {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(json!({"error": {"message": "no such route"}})),
-        )
-            .into_response();
-    }
-    if let Some(status) = *upstream.fail_with.lock().unwrap() {
-        return (
-            StatusCode::from_u16(status).unwrap(),
-            Json(json!({"error": {"message": format!("injected {status}")}})),
-        )
-            .into_response();
-    }
-    let delay = *upstream.delay.lock().unwrap();
-    if let Some(delay) = delay {
-        tokio::time::sleep(delay).await;
-    }
-    match upstream.wire {
-        Wire::ChatCompletions { usage_unasked } => {
-            chat_completions(upstream.name, &body, usage_unasked)
-        }
-        Wire::Messages => messages(upstream.name, &body),
-        Wire::OllamaChat => ollama_chat(upstream.name, &body),
-    }
-}
-
-/// A streamed body of `pieces`.
-fn streamed(pieces: Vec<String>, content_type: &'static str) -> Response {
-    let stream = futures::stream::iter(pieces.into_iter().map(Ok::<_, std::convert::Infallible>));
-    (
-        [("content-type", content_type)],
-        axum::body::Body::from_stream(stream),
-    )
-        .into_response()
-}
-
-fn chat_completions(name: &str, body: &Value, usage_unasked: bool) -> Response {
-    let model = body["model"].as_str().unwrap_or_default();
-    if body["stream"] == true {
-        let chunk = |delta: Value, finish: Value| json!({"id": "up", "object": "chat.completion.chunk", "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-        let mut events = vec![
-            chunk(json!({"role": "assistant", "content": ""}), Value::Null),
-            chunk(json!({"content": name}), Value::Null),
-            chunk(json!({"content": " says hi"}), Value::Null),
-            chunk(json!({}), json!("stop")),
-        ];
-        if body["stream_options"]["include_usage"] == true || usage_unasked {
-            events.push(json!({"id": "up", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}));
-        }
-        let mut pieces: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-        pieces.push("data: [DONE]\n\n".into());
-        return streamed(pieces, "text/event-stream");
-    }
-    Json(json!({
-        "id": "up-1", "object": "chat.completion", "created": 1, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("{name} says hi")}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }))
-    .into_response()
-}
-
-fn messages(name: &str, body: &Value) -> Response {
-    if body["stream"] == true {
-        let events = [
-            (
-                "message_start",
-                json!({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": [], "usage": {"input_tokens": 20, "output_tokens": 1}}}),
-            ),
-            (
-                "content_block_start",
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            ),
-            ("ping", json!({"type": "ping"})),
-            (
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": name}}),
-            ),
-            (
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " says hi"}}),
-            ),
-            (
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": 0}),
-            ),
-            (
-                "message_delta",
-                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 8}}),
-            ),
-            ("message_stop", json!({"type": "message_stop"})),
-        ];
-        let pieces = events
-            .iter()
-            .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
-            .collect();
-        return streamed(pieces, "text/event-stream");
-    }
-    Json(json!({
-        "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-        "content": [{"type": "text", "text": format!("{name} says hi")}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 20, "output_tokens": 8},
-    }))
-    .into_response()
-}
-
-fn ollama_chat(name: &str, body: &Value) -> Response {
-    if body["stream"] == true {
-        let lines = [
-            json!({"model": body["model"], "message": {"role": "assistant", "content": name}, "done": false}),
-            json!({"model": body["model"], "message": {"role": "assistant", "content": " says hi"}, "done": false}),
-            json!({"model": body["model"], "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop", "prompt_eval_count": 6, "eval_count": 3}),
-        ];
-        return streamed(
-            lines.iter().map(|l| format!("{l}\n")).collect(),
-            "application/x-ndjson",
-        );
-    }
-    Json(json!({
-        "model": body["model"], "created_at": "2026-01-01T00:00:00Z",
-        "message": {"role": "assistant", "content": format!("{name} says hi")},
-        "done": true, "done_reason": "stop", "prompt_eval_count": 6, "eval_count": 3,
-    }))
-    .into_response()
-}
-
-fn check_request(case: &Case, seen: &Seen, fields: &[(&'static str, Value)]) {
+fn check_request(case: &Case, seen: &Request, fields: &[(&'static str, Value)]) {
     let name = case.name();
     assert_eq!(
         seen.path,
@@ -381,7 +189,7 @@ pub fn identity(case: &Case) {
 /// gateway: it is available once what it requires is set, and then answers for its models.
 pub async fn configured(case: &Case) {
     let name = case.name();
-    let fake = Fake::start(case).await;
+    let (base_url, fake) = fake(case).await;
     let upper = name.to_ascii_uppercase();
     let base_var = format!("ATRIUM_{upper}_BASE_URL");
     let key_var = format!("ATRIUM_{upper}_API_KEY");
@@ -392,7 +200,7 @@ pub async fn configured(case: &Case) {
     };
     assert!(!gateway(vec![]).available(case.id), "{name}");
     assert_eq!(
-        gateway(vec![(base_var.clone(), fake.base_url.clone())]).available(case.id),
+        gateway(vec![(base_var.clone(), base_url.clone())]).available(case.id),
         case.requires == Requirement::BaseUrl,
         "{name}: with only a base URL"
     );
@@ -401,7 +209,7 @@ pub async fn configured(case: &Case) {
         case.requires == Requirement::ApiKey,
         "{name}: with only a key"
     );
-    let mut vars = vec![(base_var, fake.base_url.clone())];
+    let mut vars = vec![(base_var, base_url.clone())];
     if let Some(key) = case.api_key {
         vars.push((key_var, key.to_owned()));
     }
@@ -421,7 +229,7 @@ pub async fn configured(case: &Case) {
         "{name}: {:?}",
         completed.failed
     );
-    let seen = fake.last();
+    let seen = fake.last().unwrap();
     assert_eq!(seen.body["model"], completed.model.id.as_str(), "{name}");
     for (header, expected) in &case.headers {
         assert_eq!(
@@ -435,21 +243,21 @@ pub async fn configured(case: &Case) {
 /// The request reaches the provider's endpoint with its credentials, translated into its
 /// protocol.
 pub async fn request_shape(case: &Case) {
-    let fake = Fake::start(case).await;
-    case.adapter(fake.base_url.clone(), TIMEOUT)
+    let (base_url, fake) = fake(case).await;
+    case.adapter(base_url.clone(), TIMEOUT)
         .chat(&shaped_request(), case.model)
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", case.name()));
     assert_eq!(fake.calls(), 1, "{}", case.name());
-    check_request(case, &fake.last(), &case.sent);
+    check_request(case, &fake.last().unwrap(), &case.sent);
 }
 
 /// The answer comes back in OpenAI's shape with the provider's token counts.
 pub async fn answer_shape(case: &Case) {
     let name = case.name();
-    let fake = Fake::start(case).await;
+    let (base_url, _) = fake(case).await;
     let outcome = case
-        .adapter(fake.base_url.clone(), TIMEOUT)
+        .adapter(base_url.clone(), TIMEOUT)
         .chat(&hello(), case.model)
         .await
         .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -471,16 +279,16 @@ pub async fn answer_shape(case: &Case) {
 /// may come in parts; later values win).
 pub async fn streaming(case: &Case) {
     let name = case.name();
-    let fake = Fake::start(case).await;
+    let (base_url, fake) = fake(case).await;
     let events: Vec<StreamEvent> = case
-        .adapter(fake.base_url.clone(), TIMEOUT)
+        .adapter(base_url.clone(), TIMEOUT)
         .chat_stream(&hello(), case.model)
         .await
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .map(|e| e.unwrap_or_else(|e| panic!("{name}: {e}")))
         .collect()
         .await;
-    check_request(case, &fake.last(), &case.sent_streaming);
+    check_request(case, &fake.last().unwrap(), &case.sent_streaming);
     let text: String = events
         .iter()
         .filter_map(|e| match e {
@@ -536,8 +344,8 @@ fn expect_status(name: &str, error: &UpstreamError, status: u16) {
 /// gateway falls back on 429 and 5xx only.
 pub async fn error_statuses(case: &Case) {
     let name = case.name();
-    let fake = Fake::start(case).await;
-    let adapter = case.adapter(fake.base_url.clone(), TIMEOUT);
+    let (base_url, fake) = fake(case).await;
+    let adapter = case.adapter(base_url.clone(), TIMEOUT);
     for status in [400, 401, 404, 422, 429, 500, 502, 503] {
         fake.fail(status);
         let error = adapter.chat(&hello(), case.model).await.unwrap_err();
@@ -575,10 +383,10 @@ pub async fn unreachable_and_slow(case: &Case) {
         "{name}: {error:?}"
     );
 
-    let fake = Fake::start(case).await;
+    let (base_url, fake) = fake(case).await;
     fake.delay(Duration::from_millis(500));
     let short = Duration::from_millis(100);
-    let adapter = case.adapter(fake.base_url.clone(), short);
+    let adapter = case.adapter(base_url.clone(), short);
     let error = adapter.chat(&hello(), case.model).await.unwrap_err();
     assert_eq!(error, UpstreamError::Timeout(short), "{name}");
     assert!(error.should_fall_back(), "{name}");

@@ -119,40 +119,16 @@ async fn bad_inputs_name_the_field() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
-/// A fake Mistral embeddings endpoint answering vectors of `dims` numbers.
-async fn fake_mistral(dims: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> String {
-    use axum::extract::State;
-    async fn embed(
-        State(dims): State<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
-        axum::Json(body): axum::Json<Value>,
-    ) -> axum::Json<Value> {
-        let n = dims.load(std::sync::atomic::Ordering::SeqCst);
-        let data: Vec<Value> = body["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-            .map(|(i, _)| json!({"object": "embedding", "index": i, "embedding": vec![0.5f32; n]}))
-            .collect();
-        axum::Json(
-            json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 11, "total_tokens": 11}}),
-        )
-    }
-    let app = axum::Router::new()
-        .route("/v1/embeddings", axum::routing::post(embed))
-        .with_state(dims);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}/v1")
-}
-
 #[tokio::test]
 async fn a_provider_embedder_answers_and_a_wrong_dimension_is_a_502() {
     let (store, _dir) = stores().await.remove(0);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
-    let dims = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1024));
-    let base = fake_mistral(dims.clone()).await;
+    // A fake Mistral answering vectors of 1024 numbers and 11 prompt tokens.
+    let fake = atrium_fake_llm::FakeLlm::start().await;
+    let mistral = fake.upstream("mistral");
+    mistral.dimensions(1024);
+    mistral.usage(11, 0);
+    let base = format!("{}/v1", fake.base_url("mistral"));
     let vars = move |name: &str| match name {
         "ATRIUM_MISTRAL_BASE_URL" => Some(base.clone()),
         "ATRIUM_MISTRAL_API_KEY" => Some("k".to_owned()),
@@ -201,7 +177,7 @@ async fn a_provider_embedder_answers_and_a_wrong_dimension_is_a_502() {
         "{body}"
     );
 
-    dims.store(768, std::sync::atomic::Ordering::SeqCst);
+    mistral.dimensions(768);
     let (status, body) = call(json!({"input": "a"})).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
     assert_eq!(body["error"]["code"], "embedding_failed");

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::chat::{Fakes, gateway};
+use crate::chat::{gateway, start_fakes};
 use crate::{stores, unique};
 
 const SCRIPT: &str = r#"
@@ -53,8 +53,8 @@ async fn the_official_openai_python_client_works_unchanged() {
         &["openai>=1.50,<4"],
     );
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -271,13 +271,13 @@ fn raw_exchange(
 #[tokio::test]
 async fn a_request_that_waited_unread_past_the_limit_is_shed_and_a_pipelined_one_is_not() {
     let (store, _dir) = stores().await.remove(0);
-    let fakes = crate::chat::Fakes::new();
-    fakes.slow("ovh");
+    let fakes = crate::chat::start_fakes().await;
+    fakes.upstream("ovh").slow();
     let limits = Limits {
         max_queue_delay: Duration::from_millis(100),
         ..Limits::default()
     };
-    let gateway = crate::chat::gateway(&fakes).await;
+    let gateway = crate::chat::gateway(&fakes);
     let host =
         Host::start(atrium_server::HostState::new(store.clone(), gateway).with_limits(limits))
             .await;

@@ -6,7 +6,7 @@ use atrium_inference::ProviderId;
 use axum::http::StatusCode;
 use http_body_util::BodyExt;
 
-use super::{Fakes, HELLO, chat, gateway, send_chat};
+use super::{HELLO, chat, gateway, send_chat, start_fakes};
 use crate::{assert_error, stores, unique};
 
 const OVH_ONLY: &str = r#"{"provider": "ovh", "messages": [{"role": "user", "content": "hello"}]}"#;
@@ -43,15 +43,15 @@ async fn wait_until(what: &str, done: impl Fn() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_at_its_limit_is_not_sent_more_and_alone_is_answered_503_at_once() {
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    let mut gateway = gateway(&fakes).await;
+    let fakes = start_fakes().await;
+    let mut gateway = gateway(&fakes);
     gateway.set_max_in_flight(ProviderId::Ovh, 1);
     let state = atrium_server::HostState::new(store.clone(), gateway);
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let other_org = store.create_key(&unique("globex"), "k").await.unwrap();
 
     // One request holds OVH's only slot: the fake keeps it until opened.
-    fakes.close("ovh");
+    fakes.upstream("ovh").close();
     let held = {
         let (state, secret) = (state.clone(), key.secret.clone());
         tokio::spawn(async move { chat(&state, &secret, None, OVH_ONLY).await })
@@ -93,7 +93,7 @@ async fn a_provider_at_its_limit_is_not_sent_more_and_alone_is_answered_503_at_o
     assert_eq!(fakes.calls("ovh"), 1);
 
     // Once the held request is answered its slot is free again.
-    fakes.open("ovh");
+    fakes.upstream("ovh").open();
     let (status, body) = held.await.unwrap();
     assert_eq!(
         (status, body["provider"].as_str()),
@@ -105,7 +105,7 @@ async fn a_provider_at_its_limit_is_not_sent_more_and_alone_is_answered_503_at_o
 
     // A stream holds the slot while it runs (the fake pauses after its first piece), and
     // gives it back when the client leaves.
-    fakes.slow("ovh");
+    fakes.upstream("ovh").slow();
     let response = send_chat(&state, &key.secret, OVH_STREAM).await;
     assert_eq!(response.status(), StatusCode::OK);
     let mut stream = response.into_body();

@@ -3,17 +3,49 @@
 //! sends and how it translates answers, streams and errors is the contract suite of the
 //! inference crate (`host/inference/tests/providers`).
 
-mod fakes;
 mod limits;
 
-use std::sync::atomic::Ordering;
+use std::collections::HashMap;
 
-use atrium_inference::{Catalog, Gateway};
+use atrium_fake_llm::FakeLlm;
+use atrium_inference::{Catalog, Gateway, ProviderId};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::{assert_error, call_on, stores, unique};
-pub(crate) use fakes::{Fakes, gateway, start};
+
+/// Starts the fake upstreams of the five providers: one fake LLM on loopback with an upstream
+/// per provider, each answering `"{provider} says hi"` in its protocol (OpenAI's, which
+/// Mistral and OVH share, Anthropic's Messages API and Ollama's). Mistral's streams report
+/// usage without being asked, as Mistral does.
+pub(crate) async fn start_fakes() -> FakeLlm {
+    let fakes = FakeLlm::start().await;
+    fakes
+        .upstream(ProviderId::Mistral.as_str())
+        .always_report_usage();
+    fakes
+}
+
+/// A gateway whose five providers point at `fakes`.
+pub(crate) fn gateway(fakes: &FakeLlm) -> Gateway {
+    let base =
+        |provider: ProviderId, path: &str| format!("{}{path}", fakes.base_url(provider.as_str()));
+    let env: HashMap<String, String> = [
+        ("ATRIUM_OPENAI_BASE_URL", base(ProviderId::Openai, "/v1")),
+        ("ATRIUM_OPENAI_API_KEY", "sk-openai".into()),
+        ("ATRIUM_MISTRAL_BASE_URL", base(ProviderId::Mistral, "/v1")),
+        ("ATRIUM_MISTRAL_API_KEY", "mistral-key".into()),
+        ("ATRIUM_OVH_BASE_URL", base(ProviderId::Ovh, "/v1")),
+        ("ATRIUM_OVH_API_KEY", "ovh-key".into()),
+        ("ATRIUM_ANTHROPIC_BASE_URL", base(ProviderId::Anthropic, "")),
+        ("ATRIUM_ANTHROPIC_API_KEY", "anthropic-key".into()),
+        ("ATRIUM_OLLAMA_BASE_URL", base(ProviderId::Ollama, "")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    Gateway::from_env(Catalog::builtin(), |name| env.get(name).cloned())
+}
 
 const HELLO: &str = r#"{"messages": [{"role": "user", "content": "hello"}]}"#;
 
@@ -37,8 +69,8 @@ async fn chat(
 #[tokio::test]
 async fn the_default_tier_answers_from_an_eu_open_model_and_is_metered() {
     for (store, _dir) in stores().await {
-        let fakes = Fakes::new();
-        let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+        let fakes = start_fakes().await;
+        let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
         let key = store.create_key(&unique("acme"), "k").await.unwrap();
         let (status, body) = chat(&state, &key.secret, None, HELLO).await;
         assert_eq!(status, StatusCode::OK, "{body}");
@@ -54,7 +86,7 @@ async fn the_default_tier_answers_from_an_eu_open_model_and_is_metered() {
             body["usage"],
             json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "cost_usd": 0.000011})
         );
-        let (_, sent) = fakes.last("ovh");
+        let sent = fakes.upstream("ovh").last().unwrap().body;
         assert_eq!(sent["model"], "Meta-Llama-3_3-70B-Instruct");
 
         let (_, usage) = call_on(&state, "GET", "/v1/usage", Some(&key.secret), None, None).await;
@@ -68,11 +100,11 @@ async fn the_default_tier_answers_from_an_eu_open_model_and_is_metered() {
 #[tokio::test]
 async fn server_errors_fall_back_within_the_eu_and_client_errors_do_not() {
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
 
-    fakes.fail("ovh", 503);
+    fakes.upstream("ovh").fail(503);
     let (status, body) = chat(&state, &key.secret, None, HELLO).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["provider"], "mistral");
@@ -83,8 +115,8 @@ async fn server_errors_fall_back_within_the_eu_and_client_errors_do_not() {
         "both OVH models were tried first"
     );
 
-    fakes.fail("mistral", 429);
-    fakes.fail("ollama", 500);
+    fakes.upstream("mistral").fail(429);
+    fakes.upstream("ollama").fail(500);
     let (status, body) = chat(&state, &key.secret, None, HELLO).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
@@ -99,9 +131,9 @@ async fn server_errors_fall_back_within_the_eu_and_client_errors_do_not() {
         "an EU route never falls back to the US"
     );
 
-    let fakes = Fakes::new();
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
-    fakes.fail("ovh", 400);
+    let fakes = start_fakes().await;
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
+    fakes.upstream("ovh").fail(400);
     let (status, body) = chat(&state, &key.secret, None, HELLO).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(fakes.calls("mistral"), 0);
@@ -110,8 +142,8 @@ async fn server_errors_fall_back_within_the_eu_and_client_errors_do_not() {
 #[tokio::test]
 async fn personal_data_never_reaches_a_us_model() {
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     for body in [
         r#"{"tier": "frontier", "contains_pii": true, "messages": [{"role": "user", "content": "my IBAN is ..."}]}"#,
@@ -149,8 +181,8 @@ async fn personal_data_never_reaches_a_us_model() {
 #[tokio::test]
 async fn frontier_goes_to_anthropic_over_the_messages_api_and_names_route_by_prefix() {
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let body = r#"{"tier": "frontier", "max_tokens": 64, "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]}"#;
     let (status, response) = chat(&state, &key.secret, None, body).await;
@@ -188,7 +220,7 @@ async fn frontier_goes_to_anthropic_over_the_messages_api_and_names_route_by_pre
     assert_eq!(gpt["provider"], "openai");
     // The standard fields and every message reach the upstream; OpenAI takes them as they
     // are (each provider's translation of them is checked by the inference crate).
-    let (_, sent) = fakes.last("openai");
+    let sent = fakes.upstream("openai").last().unwrap().body;
     assert_eq!(
         (
             sent["seed"].as_u64(),
@@ -226,8 +258,8 @@ async fn bad_requests_and_missing_backends_are_named() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_error(&body, "no_backend");
 
-    let fakes = Fakes::new();
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     for (body, param) in [
         (r#"{"messages": []}"#, "messages"),
         (r#"{"model": "x"}"#, "messages"),
@@ -340,8 +372,8 @@ async fn wait_for_calls(store: &atrium_store::Store, org: &str, calls: i64) -> a
 #[tokio::test]
 async fn every_provider_streams_openai_chunks_ending_with_done_and_is_metered() {
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let cases = [
         (r#"{"provider": "ovh"}"#, "ovh", 10, 5),
@@ -411,9 +443,9 @@ async fn a_client_leaving_mid_stream_is_still_metered() {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    fakes.0["ovh"].slow.store(true, Ordering::SeqCst);
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    fakes.upstream("ovh").slow();
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let request = axum::http::Request::post("/v1/chat/completions")
         .header("authorization", format!("Bearer {}", key.secret))
@@ -439,9 +471,9 @@ async fn a_client_leaving_mid_stream_is_still_metered() {
 #[tokio::test]
 async fn streams_fall_back_before_they_start_and_respect_the_policy() {
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    fakes.fail("ovh", 502);
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    fakes.upstream("ovh").fail(502);
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let (status, data) = stream_chat(
         &state,
@@ -460,9 +492,9 @@ async fn streams_fall_back_before_they_start_and_respect_the_policy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_requests_in_flight_finish() {
     let (store, _dir) = stores().await.remove(0);
-    let fakes = Fakes::new();
-    fakes.slow("ovh");
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+    let fakes = start_fakes().await;
+    fakes.upstream("ovh").slow();
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
     let key = store.create_key(&unique("acme"), "k").await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -502,8 +534,8 @@ async fn shutdown_lets_requests_in_flight_finish() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn usage_stays_exact_under_concurrent_calls() {
     for (store, _dir) in stores().await {
-        let fakes = Fakes::new();
-        let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
+        let fakes = start_fakes().await;
+        let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
         let key = store.create_key(&unique("acme"), "k").await.unwrap();
         let calls: Vec<_> = (0..200)
             .map(|i| {
@@ -537,8 +569,8 @@ async fn an_unreachable_backend_falls_back_and_all_unreachable_is_503() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let fakes = Fakes::new();
-    let mistral_base = format!("http://{}/mistral/v1", start(&fakes).await);
+    let fakes = start_fakes().await;
+    let mistral_base = format!("{}/v1", fakes.base_url("mistral"));
     let env = |dead_mistral: bool| {
         let mistral = if dead_mistral {
             format!("http://{dead}/v1")
