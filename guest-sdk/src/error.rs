@@ -1,5 +1,7 @@
 //! The errors an app sees and returns.
 
+use atrium_manifest::sandbox::{self, Capability, Decision};
+
 use crate::{AgentCallError, HandlerError, ToolCallError};
 
 /// What a handler returns when it cannot produce a result.
@@ -100,6 +102,27 @@ impl std::fmt::Display for RegistrationError {
 }
 
 impl std::error::Error for RegistrationError {}
+
+impl ToolCallError {
+    /// The capability this host does not offer, when the refusal is decision `not_available`
+    /// (`rooms.post`, `commitments.add`, `tools.call`): an app can fall back instead of failing.
+    #[must_use]
+    pub fn not_available(&self) -> Option<Capability> {
+        (self.decision == Decision::NotAvailable.as_str())
+            .then(|| Capability::parse(&self.tool_name))
+            .flatten()
+    }
+}
+
+impl AgentCallError {
+    /// The capability this host does not offer, when the reason is `not_available: ...`
+    /// (`agent.ask`, `team.delegate`, `apps.invoke`, `apps.fetch`, `events.emit`).
+    #[must_use]
+    pub fn not_available(&self) -> Option<Capability> {
+        sandbox::unavailable_capability(&self.reason)
+            .filter(|_| sandbox::reason_decision(&self.reason) == Some(Decision::NotAvailable))
+    }
+}
 
 impl From<atrium_manifest::sandbox::ToolRefusal> for ToolCallError {
     fn from(r: atrium_manifest::sandbox::ToolRefusal) -> Self {

@@ -62,6 +62,7 @@ pub mod bindings {
 }
 
 pub use app::{App, ToolOptions};
+pub use atrium_manifest::sandbox::Capability;
 pub use atrium_sdk_macros::manifest;
 pub use bindings::atrium::app::types::{
     AgentCallError, AppEvent, CallInfo, EmitResult, FetchResponse, HandlerError, InboundEnvelope,

@@ -21,7 +21,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use atrium_manifest::sandbox::{self, ChainContext, Decision, EgressPolicy, ToolRefusal};
+use atrium_manifest::sandbox::{
+    self, AgentRefusal, Capability, ChainContext, Decision, EgressPolicy, ToolRefusal,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -78,6 +80,8 @@ struct MockState {
     commitments: Vec<(String, String, String, Option<String>)>,
     http_mocks: BTreeMap<String, Response>,
     http_requests: Vec<OutboundRequest>,
+    /// The capabilities answered `not_available`, as on a host without them.
+    unavailable: Vec<Capability>,
 }
 
 /// The mock platform behind a [`TestClient`].
@@ -99,6 +103,22 @@ impl MockBackend {
 
     fn record_agent_call(&self, call: String) {
         self.state.borrow_mut().agent_calls.push(call);
+    }
+
+    /// `not_available` for `capability` when the test goes without it.
+    fn tool_refusal(&self, capability: Capability) -> Result<(), ToolCallError> {
+        if self.state.borrow().unavailable.contains(&capability) {
+            return Err(ToolRefusal::not_available(capability).into());
+        }
+        Ok(())
+    }
+
+    /// `not_available` for `capability` when the test goes without it.
+    fn agent_refusal(&self, capability: Capability) -> Result<(), AgentCallError> {
+        if self.state.borrow().unavailable.contains(&capability) {
+            return Err(AgentRefusal::not_available(capability).into());
+        }
+        Ok(())
     }
 }
 
@@ -130,7 +150,12 @@ impl Backend for MockBackend {
         sandbox::tool_scopes(self.manifest, name, &tool.scopes, |s| {
             state.granted.contains(s)
         })?;
-        tool.answer.clone().map(|v| v.to_string())
+        // As on the host: the scopes are checked before the platform answers.
+        if state.unavailable.contains(&Capability::ToolsCall) {
+            return Err(ToolRefusal::not_available(Capability::ToolsCall).into());
+        }
+        let answer = tool.answer.clone();
+        answer.map(|v| v.to_string())
     }
 
     fn secret(&self, key: &str) -> Option<String> {
@@ -153,6 +178,7 @@ impl Backend for MockBackend {
         metadata: Option<&str>,
     ) -> Result<RoomPost, ToolCallError> {
         let checked = sandbox::room_post(self.manifest, from_agent, content, metadata)?;
+        self.tool_refusal(Capability::RoomsPost)?;
         let mut posts = self.rooms.posts.borrow_mut();
         posts.push(RecordedPost {
             room_id: room_id.to_owned(),
@@ -190,12 +216,14 @@ impl Backend for MockBackend {
             target,
             from_agent,
         )?;
+        self.agent_refusal(Capability::TeamDelegate)?;
         self.record_agent_call(format!("delegate {target}"));
         Ok(format!("[{}:{target}] {prompt}", self.info.app_id))
     }
 
     fn invoke(&self, app: &str, agent: &str, prompt: &str) -> Result<String, AgentCallError> {
         sandbox::invoke(&self.chain(), self.info.public_route, app, agent)?;
+        self.agent_refusal(Capability::AppsInvoke)?;
         self.record_agent_call(format!("invoke {app}:{agent}"));
         Ok(format!("[{app}:{agent}] {prompt}"))
     }
@@ -208,6 +236,7 @@ impl Backend for MockBackend {
         _body: Option<&[u8]>,
     ) -> Result<FetchResponse, AgentCallError> {
         let (method, _) = sandbox::fetch(&self.chain(), path, method)?;
+        self.agent_refusal(Capability::AppsFetch)?;
         self.record_agent_call(format!("fetch {app} {} {path}", method.as_str()));
         Ok(FetchResponse {
             status: 200,
@@ -224,6 +253,7 @@ impl Backend for MockBackend {
             name,
             payload,
         )?;
+        self.agent_refusal(Capability::EventsEmit)?;
         self.state
             .borrow_mut()
             .emitted
@@ -237,6 +267,7 @@ impl Backend for MockBackend {
 
     fn ask(&self, prompt: &str, agent: Option<&str>) -> Result<String, AgentCallError> {
         let (slug, _) = sandbox::ask(self.manifest, &self.chain(), agent)?;
+        self.agent_refusal(Capability::AgentAsk)?;
         self.record_agent_call(format!("ask {slug}"));
         Ok(format!("[{}:{slug}] {prompt}", self.info.app_id))
     }
@@ -249,6 +280,7 @@ impl Backend for MockBackend {
         due_at: Option<&str>,
     ) -> Result<String, ToolCallError> {
         sandbox::commitment(self.manifest, title, from_agent, due_at)?;
+        self.tool_refusal(Capability::CommitmentsAdd)?;
         let mut state = self.state.borrow_mut();
         state.commitments.push((
             title.to_owned(),
@@ -423,6 +455,14 @@ impl TestClient {
     /// Outbound requests made so far.
     pub fn http_requests(&self) -> Vec<OutboundRequest> {
         self.backend.state.borrow().http_requests.clone()
+    }
+
+    /// Answers `capability` with decision `not_available`, as a host that does not offer it
+    /// does, after the sandbox rules: a test of the app's fallback.
+    #[must_use]
+    pub fn without(self, capability: Capability) -> Self {
+        self.backend.state.borrow_mut().unavailable.push(capability);
+        self
     }
 
     /// Grants scopes to the install.

@@ -335,3 +335,44 @@ fn an_app_exported_without_http_may_not_register_a_route() {
         err.message
     );
 }
+
+#[test]
+fn a_test_without_a_capability_gets_not_available_after_the_sandbox_rules() {
+    use atrium_sdk::Capability;
+
+    fn fallbacks(ctx: &Ctx<'_>, _: Value) -> Result<Value, Error> {
+        let ask = ctx.agent.ask("hello", None).unwrap_err();
+        let post = ctx.rooms.post("room-1", "hi", "writer").unwrap_err();
+        let ghost = ctx.rooms.post("room-1", "hi", "ghost").unwrap_err();
+        Ok(json!({
+            "ask": [ask.not_available().map(|c| c.as_str()), ask.reason],
+            "post": [post.not_available().map(|c| c.as_str()), post.decision, post.message],
+            "ghost": [ghost.not_available().map(|c| c.as_str()), ghost.decision],
+        }))
+    }
+    let mut app = App::new(&MANIFEST);
+    app.tool("ping_tool", fallbacks).unwrap();
+    let client = TestClient::new(Ok(app))
+        .unwrap()
+        .without(Capability::AgentAsk)
+        .without(Capability::RoomsPost);
+    let out = client.call_tool("ping_tool", json!({})).unwrap();
+    assert_eq!(
+        out["ask"],
+        json!([
+            "agent.ask",
+            "not_available: `agent.ask` is not available on this host"
+        ])
+    );
+    assert_eq!(
+        out["post"],
+        json!([
+            "rooms.post",
+            "not_available",
+            "`rooms.post` is not available on this host"
+        ])
+    );
+    assert_eq!(out["ghost"], json!([null, "unknown_agent"]));
+    assert!(client.rooms.posts().is_empty());
+    assert!(client.agent_calls().is_empty());
+}

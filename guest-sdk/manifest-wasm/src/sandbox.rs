@@ -8,7 +8,9 @@
 use std::sync::Mutex;
 
 use atrium_manifest::Manifest;
-use atrium_manifest::sandbox::{self, AgentRefusal, ChainContext, ToolRefusal};
+use atrium_manifest::sandbox::{
+    self, AgentRefusal, Capability, ChainContext, ErrorKind, ToolRefusal,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -135,6 +137,12 @@ pub enum Check {
         /// The file's text.
         text: String,
     },
+    /// The refusal a host gives for a capability it does not offer (`rooms.post`,
+    /// `agent.ask`, ...): a `tool_refusal` or an `agent_refusal` with decision `not_available`.
+    NotAvailable {
+        /// The capability's name.
+        capability: String,
+    },
     /// The canonical keys a room message mentions.
     ExtractMentions {
         /// The message text.
@@ -228,6 +236,24 @@ fn mock_file(text: &str) -> Outcome {
     }
 }
 
+/// The refusal of a capability the host does not offer, in the capability's error type.
+fn not_available(name: &str) -> Outcome {
+    let Some(capability) = Capability::parse(name) else {
+        let names: Vec<&str> = Capability::ALL.iter().map(|c| c.as_str()).collect();
+        return Outcome {
+            error: Some(format!(
+                "`{name}` is not a capability ({})",
+                names.join(", ")
+            )),
+            ..Outcome::default()
+        };
+    };
+    match capability.error_kind() {
+        ErrorKind::Tool => tool(ToolRefusal::not_available(capability)),
+        ErrorKind::Agent => agent(AgentRefusal::not_available(capability)),
+    }
+}
+
 /// Runs one request: the function behind `atrium_sandbox`.
 pub fn run(request: &[u8]) -> Outcome {
     let request: Request = match serde_json::from_slice(request) {
@@ -248,9 +274,10 @@ pub fn run(request: &[u8]) -> Outcome {
             visited: c.visited,
         });
     let public = request.public_route;
-    // A mock file needs no manifest.
+    // A mock file and a capability's refusal need no manifest.
     let check = match request.check {
         Check::MockFile { text } => return mock_file(&text),
+        Check::NotAvailable { capability } => return not_available(&capability),
         check => check,
     };
     let answer = with_manifest(&request.manifest, |m| match check {
@@ -321,6 +348,7 @@ pub fn run(request: &[u8]) -> Outcome {
         }
         Check::ExtractMentions { content } => ok(json!(sandbox::extract_mentions(&content))),
         Check::MockFile { text } => mock_file(&text),
+        Check::NotAvailable { capability } => not_available(&capability),
     });
     answer.unwrap_or_else(|error| Outcome {
         error: Some(error),
@@ -360,6 +388,16 @@ mod tests {
             broken["refusal"].as_str().unwrap().contains("a.b"),
             "{broken}"
         );
+        let room = run(json!({"kind": "not_available", "capability": "rooms.post"}));
+        assert_eq!(room["tool_refusal"]["decision"], "not_available");
+        assert_eq!(room["tool_refusal"]["tool_name"], "rooms.post");
+        let ask = run(json!({"kind": "not_available", "capability": "agent.ask"}));
+        assert_eq!(
+            ask["agent_refusal"]["reason"],
+            "not_available: `agent.ask` is not available on this host"
+        );
+        let nonsense = run(json!({"kind": "not_available", "capability": "agent.tell"}));
+        assert!(nonsense["error"].as_str().unwrap().contains("agent.tell"));
         let bad = serde_json::to_value(super::run(b"{}")).unwrap();
         assert!(bad["error"].as_str().unwrap().contains("not understood"));
     }

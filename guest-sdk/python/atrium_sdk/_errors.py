@@ -21,6 +21,20 @@ from enum import Enum
 from typing import Any
 
 
+#: The platform capabilities by their WIT names; a host that does not offer one answers
+#: decision `not_available` naming it (docs/wit.md).
+CAPABILITIES = (
+    "tools.call",
+    "rooms.post",
+    "commitments.add",
+    "team.delegate",
+    "apps.invoke",
+    "apps.fetch",
+    "events.emit",
+    "agent.ask",
+)
+
+
 class AtriumError(Exception):
     """Base class of every exception of the SDK."""
 
@@ -82,6 +96,13 @@ class ToolCallError(AtriumError):
         self.message = message
         self.needed_scopes = list(needed_scopes or [])
 
+    @property
+    def not_available(self) -> str | None:
+        """The capability this host does not offer (`rooms.post`, `commitments.add`,
+        `tools.call`) when the decision is `not_available`, else None: an app can fall back
+        instead of failing."""
+        return self.tool_name if self.decision == "not_available" else None
+
     def __str__(self) -> str:
         text = f"tool call `{self.tool_name}` failed ({self.decision}): {self.message}"
         if self.needed_scopes:
@@ -112,6 +133,17 @@ class AgentCallError(AtriumError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+    @property
+    def not_available(self) -> str | None:
+        """The capability this host does not offer (`agent.ask`, `team.delegate`,
+        `apps.invoke`, `apps.fetch`, `events.emit`) when the reason is
+        ``not_available: `<capability>` ...``, else None."""
+        prefix = "not_available: `"
+        if not self.reason.startswith(prefix):
+            return None
+        name, sep, _ = self.reason[len(prefix) :].partition("`")
+        return name if sep and name in CAPABILITIES else None
 
     def __str__(self) -> str:
         return f"agent call failed: {self.reason}"

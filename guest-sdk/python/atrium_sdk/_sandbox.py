@@ -109,6 +109,12 @@ def ask(m: Manifest, chain: Chain, agent: str | None) -> str:
     return _run(m, chain, {"kind": "ask", "agent": agent})["agent"]
 
 
+def not_available(m: Manifest, capability: str) -> None:
+    """Raises what a host that does not offer `capability` answers: `ToolCallError` or
+    `AgentCallError` with decision `not_available`."""
+    _run(m, None, {"kind": "not_available", "capability": capability})
+
+
 def public_callback_path(m: Manifest, path: str) -> None:
     """`context.public-callback-url`: `HandlerFailure` with the host's words when `path`
     matches no public route."""

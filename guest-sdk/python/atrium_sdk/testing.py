@@ -36,7 +36,7 @@ from typing import Any, Callable
 from . import _sandbox as sandbox
 from ._app import App
 from ._ctx import Backend, Ctx
-from ._errors import HandlerFailure, InvalidInput, ToolCallError
+from ._errors import CAPABILITIES, HandlerFailure, InvalidInput, ToolCallError
 from ._http import OutboundRequest, Request, Response
 from ._manifest import Manifest
 from ._types import (
@@ -111,6 +111,7 @@ class _State:
     http_requests: list[OutboundRequest] = field(default_factory=list)
     answers: dict[tuple[str, ...], Any] = field(default_factory=dict)
     fetches: dict[tuple[str, str, str], FetchResponse] = field(default_factory=dict)
+    unavailable: set[str] = field(default_factory=set)
 
 
 def _answer(answer: Any, *args: Any) -> Any:
@@ -133,6 +134,10 @@ class _MockBackend(Backend):
     def state(self) -> _State:
         return self.client._state
 
+    def _refuse_unavailable(self, capability: str) -> None:
+        if capability in self.state.unavailable:
+            sandbox.not_available(self.manifest, capability)
+
     def _chain(self) -> sandbox.Chain:
         info = self.client.info
         return sandbox.Chain(info.chain_depth, list(info.visited_agents), info.public_route)
@@ -152,6 +157,7 @@ class _MockBackend(Backend):
         if tool is None:
             raise ToolCallError(name, "unmocked", f"tool `{name}` is not mocked")
         sandbox.tool_scopes(self.manifest, name, tool.scopes, self.state.granted)
+        self._refuse_unavailable("tools.call")
         if tool.error is not None:
             raise copy.deepcopy(tool.error)
         return json.dumps(tool.result)
@@ -179,6 +185,7 @@ class _MockBackend(Backend):
         self, room_id: str, content: str, from_agent: str, metadata: str | None
     ) -> RoomPost:
         sender_ref, display, meta = sandbox.room_post(self.manifest, from_agent, content, metadata)
+        self._refuse_unavailable("rooms.post")
         posts = self.client.rooms.posts
         posts.append(
             RecordedPost(room_id, content, from_agent, meta if metadata is not None else None)
@@ -200,6 +207,7 @@ class _MockBackend(Backend):
     def delegate(self, target: str, prompt: str, from_agent: str) -> str:
         info = self.client.info
         sandbox.delegate(self.manifest, self._chain(), target, from_agent)
+        self._refuse_unavailable("team.delegate")
         self.state.agent_calls.append(f"delegate {target}")
         if ("delegate", target) in self.state.answers:
             return str(_answer(self.state.answers[("delegate", target)], prompt, from_agent))
@@ -207,6 +215,7 @@ class _MockBackend(Backend):
 
     def invoke(self, app: str, agent: str, prompt: str) -> str:
         sandbox.invoke(self.manifest, self._chain(), app, agent)
+        self._refuse_unavailable("apps.invoke")
         self.state.agent_calls.append(f"invoke {app}:{agent}")
         if ("invoke", app, agent) in self.state.answers:
             return str(_answer(self.state.answers[("invoke", app, agent)], prompt))
@@ -214,6 +223,7 @@ class _MockBackend(Backend):
 
     def fetch(self, app: str, path: str, method: str, body: bytes | None) -> FetchResponse:
         upper = sandbox.fetch(self.manifest, self._chain(), path, method)
+        self._refuse_unavailable("apps.fetch")
         self.state.agent_calls.append(f"fetch {app} {upper} {path}")
         mocked = self.state.fetches.get((app, upper, path))
         if mocked is not None:
@@ -222,11 +232,13 @@ class _MockBackend(Backend):
 
     def emit(self, name: str, payload: str) -> EmitResult:
         value = sandbox.emit(self.manifest, self._chain(), name, payload)
+        self._refuse_unavailable("events.emit")
         self.state.emitted.append((name, value))
         return EmitResult(0, 0, 0)
 
     def ask(self, prompt: str, agent: str | None) -> str:
         slug = sandbox.ask(self.manifest, self._chain(), agent)
+        self._refuse_unavailable("agent.ask")
         self.state.agent_calls.append(f"ask {slug}")
         if ("ask", slug) in self.state.answers:
             return str(_answer(self.state.answers[("ask", slug)], prompt))
@@ -236,6 +248,7 @@ class _MockBackend(Backend):
         self, title: str, content: str, from_agent: str, due_at: str | None
     ) -> str:
         sandbox.commitment(self.manifest, title, from_agent, due_at)
+        self._refuse_unavailable("commitments.add")
         self.state.commitments.append((title, content, from_agent, due_at))
         return f"commitment-{len(self.state.commitments)}"
 
@@ -304,6 +317,16 @@ class TestClient:
     def public_route(self, public: bool = True) -> TestClient:
         """Marks calls as arriving on a public route (no tenant principal)."""
         self.info.public_route = public
+        return self
+
+    def without(self, *capabilities: str) -> TestClient:
+        """Answers each capability (`"agent.ask"`, `"rooms.post"`, ...) with decision
+        `not_available`, as a host that does not offer it does, after the sandbox rules: a
+        test of the app's fallback."""
+        for c in capabilities:
+            if c not in CAPABILITIES:
+                raise ValueError(f"`{c}` is not a capability ({', '.join(CAPABILITIES)})")
+            self._state.unavailable.add(c)
         return self
 
     def grant(self, *scopes: str) -> TestClient:

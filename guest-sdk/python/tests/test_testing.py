@@ -331,3 +331,37 @@ def test_results_must_serialize(app):
     with pytest.raises(HandlerFailure) as err:
         client.simulate_event("contact_changed", {})
     assert err.value.message == "the result does not serialize: Object of type set is not JSON serializable"
+
+
+def test_a_capability_the_host_does_not_offer_answers_not_available(app):
+    @app.tool("ping_tool")
+    async def fallbacks(ctx):
+        out = {}
+        try:
+            await ctx.events.emit("note_saved", {"id": 1})
+        except AgentCallError as e:
+            out["emit"] = (e.not_available, e.reason)
+        try:
+            await ctx.rooms.post("room-1", "hi", from_agent="writer")
+        except ToolCallError as e:
+            out["post"] = (e.not_available, e.decision, e.message)
+        return out
+
+    client = TestClient(app).without("events.emit", "rooms.post")
+    out = client.call_tool("ping_tool")
+    assert out["emit"] == [
+        "events.emit",
+        "not_available: `events.emit` is not available on this host",
+    ]
+    assert out["post"] == [
+        "rooms.post",
+        "not_available",
+        "`rooms.post` is not available on this host",
+    ]
+    assert client.emitted == [] and len(client.rooms) == 0
+    # Nothing is unavailable unless the test says so; other refusals carry no capability.
+    assert TestClient(app).call_tool("ping_tool") == {}
+    assert AgentCallError("no grant: none").not_available is None
+    assert ToolCallError("rooms.post", "not_member", "x").not_available is None
+    with pytest.raises(ValueError, match="agent.tell"):
+        TestClient(app).without("agent.tell")

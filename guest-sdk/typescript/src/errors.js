@@ -6,6 +6,21 @@
 // `handler-error`; anything else a handler throws is reported as `failed` with its message.
 // `RegistrationError` and `ManifestError` come from the SDK itself.
 
+/**
+ * The platform capabilities by their WIT names; a host that does not offer one answers
+ * decision `not_available` naming it (docs/wit.md).
+ */
+export const CAPABILITIES = Object.freeze([
+  'tools.call',
+  'rooms.post',
+  'commitments.add',
+  'team.delegate',
+  'apps.invoke',
+  'apps.fetch',
+  'events.emit',
+  'agent.ask',
+]);
+
 /** A tool call, room post or commitment that the platform refused or that failed. */
 export class ToolCallError extends Error {
   constructor({ toolName, decision, message, neededScopes = [] }) {
@@ -17,6 +32,14 @@ export class ToolCallError extends Error {
     this.decision = decision;
     /** The scopes the install lacks (for `scope_denied`). */
     this.neededScopes = [...neededScopes];
+  }
+
+  /**
+   * The capability this host does not offer (`rooms.post`, `commitments.add`, `tools.call`)
+   * when the decision is `not_available`, else null: an app can fall back instead of failing.
+   */
+  get notAvailable() {
+    return this.decision === 'not_available' ? this.toolName : null;
   }
 
   toString() {
@@ -45,6 +68,16 @@ export class AgentCallError extends Error {
     this.name = 'AgentCallError';
     /** The cause: `chain depth exceeded ...`, `cycle detected ...`, `no grant`, ... */
     this.reason = reason;
+  }
+
+  /**
+   * The capability this host does not offer (`agent.ask`, `team.delegate`, `apps.invoke`,
+   * `apps.fetch`, `events.emit`) when the reason is ``not_available: `<capability>` ...``,
+   * else null.
+   */
+  get notAvailable() {
+    const match = /^not_available: `([^`]+)`/.exec(this.reason);
+    return match && CAPABILITIES.includes(match[1]) ? match[1] : null;
   }
 
   toString() {

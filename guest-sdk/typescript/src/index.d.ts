@@ -58,16 +58,32 @@ export function loadManifest(path: string | { readonly href: string }): Manifest
 /** Loads and strictly validates a manifest text (YAML; JSON when `file` ends in `.json`). */
 export function loadManifestFromString(text: string, file?: string): Manifest;
 
+/** A platform capability by its WIT name; a host that does not offer one answers decision `not_available` naming it. */
+export type Capability =
+  | 'tools.call'
+  | 'rooms.post'
+  | 'commitments.add'
+  | 'team.delegate'
+  | 'apps.invoke'
+  | 'apps.fetch'
+  | 'events.emit'
+  | 'agent.ask';
+
+/** Every capability's name. */
+export const CAPABILITIES: readonly Capability[];
+
 /** A tool call, room post or commitment that the platform refused or that failed. */
 export class ToolCallError extends Error {
   constructor(fields: { toolName: string; decision: string; message: string; neededScopes?: string[] });
   readonly name: 'ToolCallError';
   /** The tool (or `rooms.post`, `commitments.add`). */
   toolName: string;
-  /** `scope_denied`, `not_member`, `unknown_agent`, `invalid_arguments`, `unmocked`, `network_error`, ... */
+  /** `scope_denied`, `not_member`, `unknown_agent`, `invalid_arguments`, `unmocked`, `network_error`, `not_available`, ... */
   decision: string;
   /** The scopes the install lacks (for `scope_denied`). */
   neededScopes: string[];
+  /** The capability this host does not offer, when the decision is `not_available`; else null. */
+  readonly notAvailable: Capability | null;
   /** The WIT record. */
   toRecord(): { toolName: string; decision: string; message: string; neededScopes: string[] };
 }
@@ -78,6 +94,8 @@ export class AgentCallError extends Error {
   readonly name: 'AgentCallError';
   /** `chain depth exceeded ...`, `cycle detected ...`, `team delegation denied ...`, `no grant`, ... */
   reason: string;
+  /** The capability this host does not offer, when the reason is ``not_available: `<capability>` ...``; else null. */
+  readonly notAvailable: Capability | null;
   toRecord(): { reason: string };
 }
 

@@ -12,6 +12,7 @@ export { App } from './app.js';
 export { Ctx, isSecretKey } from './ctx.js';
 export {
   AgentCallError,
+  CAPABILITIES,
   FailedError,
   HandlerError,
   InvalidInputError,

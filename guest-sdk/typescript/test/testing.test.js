@@ -184,3 +184,27 @@ test('answers for team, apps and agent, and a TestClient needs an App', async ()
   assert.throws(() => new TestClient({}), TypeError);
   assert.deepEqual(c.registration().events, ['contact_changed']);
 });
+
+test('without(capability): not_available after the sandbox rules, as on a host without it', async () => {
+  const c = new TestClient(app).without('events.emit', ['rooms.post']);
+  const ctx = c.ctx();
+  const emit = await ctx.events.emit('note_saved', { id: 1 }).catch((e) => e);
+  assert.ok(emit instanceof AgentCallError);
+  assert.equal(emit.reason, 'not_available: `events.emit` is not available on this host');
+  assert.equal(emit.notAvailable, 'events.emit');
+  const post = await ctx.rooms.post('room-1', 'hi', { fromAgent: 'writer' }).catch((e) => e);
+  assert.ok(post instanceof ToolCallError);
+  assert.equal(post.decision, 'not_available');
+  assert.equal(post.message, '`rooms.post` is not available on this host');
+  assert.equal(post.notAvailable, 'rooms.post');
+  // A sandbox rule still answers first.
+  const ghost = await ctx.rooms.post('room-1', 'hi', { fromAgent: 'ghost' }).catch((e) => e);
+  assert.equal(ghost.decision, 'unknown_agent');
+  assert.equal(ghost.notAvailable, null);
+  assert.deepEqual(c.emitted, []);
+  assert.equal(c.rooms.posts.length, 0);
+  // What is not switched off still answers.
+  assert.equal(await ctx.agent.ask('hello'), '[sdk-fixture:writer] hello');
+  assert.equal(new AgentCallError({ reason: 'no grant: none' }).notAvailable, null);
+  assert.throws(() => new TestClient(app).without('agent.tell'), /agent\.tell/);
+});

@@ -10,12 +10,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use atrium_runtime::memory::MemoryPlatform;
-use atrium_runtime::{
-    AgentCallError, App, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Invocation,
-    Platform, RoomPost, RoomPostRequest, Runtime, RuntimeConfig, ToolCallError,
-};
+use atrium_runtime::{App, CallInfo, Invocation, Platform, Runtime, RuntimeConfig};
 use criterion::{Criterion, criterion_group};
-use serde_json::Value;
 
 /// What a call costs, not how a tenant is capped: one tenant makes every call here.
 fn config() -> RuntimeConfig {
@@ -225,74 +221,9 @@ struct Holding {
 
 #[async_trait]
 impl Platform for Holding {
-    fn tool_scopes(&self, _: &str) -> Option<Vec<String>> {
-        None
-    }
-    async fn call_tool(&self, _: &CallInfo, _: &str, _: Value) -> Result<Value, ToolCallError> {
-        Ok(Value::Null)
-    }
     async fn secret(&self, _: &CallInfo, _: &str) -> Option<String> {
         let _permit = self.release.acquire().await.ok()?;
         None
-    }
-    async fn post_to_room(
-        &self,
-        _: &CallInfo,
-        _: RoomPostRequest,
-    ) -> Result<RoomPost, ToolCallError> {
-        unreachable!()
-    }
-    async fn delegate(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: &str,
-        _: &str,
-    ) -> Result<String, AgentCallError> {
-        unreachable!()
-    }
-    async fn invoke_app(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: &str,
-        _: &str,
-    ) -> Result<String, AgentCallError> {
-        unreachable!()
-    }
-    async fn fetch_app(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: Option<Vec<u8>>,
-    ) -> Result<FetchResponse, AgentCallError> {
-        unreachable!()
-    }
-    async fn emit(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: Value,
-    ) -> Result<EmitResult, AgentCallError> {
-        unreachable!()
-    }
-    async fn ask(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: &str,
-    ) -> Result<String, AgentCallError> {
-        unreachable!()
-    }
-    async fn add_commitment(&self, _: &CallInfo, _: Commitment) -> Result<String, ToolCallError> {
-        unreachable!()
     }
     fn public_callback_url(&self, _: &CallInfo, _: &str) -> String {
         String::new()

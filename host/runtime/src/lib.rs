@@ -44,8 +44,8 @@ mod state;
 
 pub use app::{App, RouteResponse};
 pub use atrium_manifest::sandbox::{
-    ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, EgressPolicy, HEADER_CHAIN_DEPTH,
-    HEADER_VISITED_AGENTS, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS,
+    Capability, ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, EgressPolicy,
+    HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS,
 };
 pub use bindings::atrium::app::types::{
     AgentCallError, AppEvent, CallInfo, EmitResult, FetchResponse, HandlerError, InboundEnvelope,
@@ -55,4 +55,6 @@ pub use engine::{MAX_MEMORY_MB, Runtime, RuntimeConfig};
 pub use error::{CallError, LoadError};
 pub use invocation::{Caller, Invocation};
 pub use limits::{DeadlineExceeded, MemoryCapExceeded};
-pub use platform::{Commitment, Platform, RoomPostRequest};
+pub use platform::{
+    Commitment, Platform, RoomPostRequest, agent_not_available, tool_not_available,
+};

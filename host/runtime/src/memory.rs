@@ -9,10 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use atrium_manifest::sandbox::{Decision, MAX_ROUTED_MENTIONS, ToolRefusal, extract_mentions};
+use atrium_manifest::sandbox::{
+    Capability, Decision, MAX_ROUTED_MENTIONS, ToolRefusal, extract_mentions,
+};
 use serde_json::{Value, json};
 
-use crate::platform::{Commitment, Platform, RoomPostRequest};
+use crate::platform::{
+    Commitment, Platform, RoomPostRequest, agent_not_available, tool_not_available,
+};
 use crate::{
     AgentCallError, CallInfo, ChainContext, EmitResult, FetchResponse, RoomMessage, RoomPost,
     SenderType, ToolCallError,
@@ -54,6 +58,8 @@ struct State {
     /// Whether a tool without a mock is a tool the platform has (answering `unmocked`)
     /// rather than an unknown one.
     unmocked: bool,
+    /// The capabilities this platform answers `not_available`, as a host without them.
+    unavailable: Vec<Capability>,
 }
 
 /// The in-memory platform.
@@ -82,6 +88,30 @@ impl MemoryPlatform {
     pub fn answering_unmocked(self) -> Self {
         self.lock().unmocked = true;
         self
+    }
+
+    /// Answers `capability` with decision `not_available`, as a host that does not offer it
+    /// (a test of how an app copes with such a host).
+    #[must_use]
+    pub fn without(self, capability: Capability) -> Self {
+        self.lock().unavailable.push(capability);
+        self
+    }
+
+    /// The `ToolCallError` for `capability` when this platform goes without it.
+    fn tool_refusal(&self, capability: Capability) -> Result<(), ToolCallError> {
+        if self.lock().unavailable.contains(&capability) {
+            return Err(tool_not_available(capability));
+        }
+        Ok(())
+    }
+
+    /// The `AgentCallError` for `capability` when this platform goes without it.
+    fn agent_refusal(&self, capability: Capability) -> Result<(), AgentCallError> {
+        if self.lock().unavailable.contains(&capability) {
+            return Err(agent_not_available(capability));
+        }
+        Ok(())
     }
 
     /// Adds a platform tool that needs `scopes` and answers `result`.
@@ -198,6 +228,9 @@ impl Platform for MemoryPlatform {
     ) -> Result<Value, ToolCallError> {
         let mut state = self.lock();
         state.tool_calls.push((tool.to_owned(), args));
+        if state.unavailable.contains(&Capability::ToolsCall) {
+            return Err(tool_not_available(Capability::ToolsCall));
+        }
         match state.tools.get(tool) {
             Some(t) => t.answer.clone(),
             None => Err(ToolCallError {
@@ -218,6 +251,7 @@ impl Platform for MemoryPlatform {
         call: &CallInfo,
         post: RoomPostRequest,
     ) -> Result<RoomPost, ToolCallError> {
+        self.tool_refusal(Capability::RoomsPost)?;
         let refuse = |decision: Decision, message: String| {
             ToolCallError::from(ToolRefusal::new("rooms.post", decision, message))
         };
@@ -273,6 +307,7 @@ impl Platform for MemoryPlatform {
         prompt: &str,
         _from: &str,
     ) -> Result<String, AgentCallError> {
+        self.agent_refusal(Capability::TeamDelegate)?;
         let key = format!("{}:{target}", call.app_id);
         self.record_agent_call("delegate", key.clone(), prompt, chain);
         Ok(format!("[{key}] {prompt}"))
@@ -286,6 +321,7 @@ impl Platform for MemoryPlatform {
         agent: &str,
         prompt: &str,
     ) -> Result<String, AgentCallError> {
+        self.agent_refusal(Capability::AppsInvoke)?;
         if !self
             .lock()
             .grants
@@ -309,6 +345,7 @@ impl Platform for MemoryPlatform {
         method: &str,
         body: Option<Vec<u8>>,
     ) -> Result<FetchResponse, AgentCallError> {
+        self.agent_refusal(Capability::AppsFetch)?;
         if !self
             .lock()
             .grants
@@ -334,6 +371,7 @@ impl Platform for MemoryPlatform {
         name: &str,
         payload: Value,
     ) -> Result<EmitResult, AgentCallError> {
+        self.agent_refusal(Capability::EventsEmit)?;
         let mut state = self.lock();
         state.emitted.push((name.to_owned(), payload));
         let wires = state.wires.get(name).copied().unwrap_or(0);
@@ -351,6 +389,7 @@ impl Platform for MemoryPlatform {
         agent: &str,
         prompt: &str,
     ) -> Result<String, AgentCallError> {
+        self.agent_refusal(Capability::AgentAsk)?;
         let key = format!("{}:{agent}", call.app_id);
         self.record_agent_call("ask", key.clone(), prompt, chain);
         Ok(format!("[{key}] {prompt}"))
@@ -361,6 +400,7 @@ impl Platform for MemoryPlatform {
         _call: &CallInfo,
         commitment: Commitment,
     ) -> Result<String, ToolCallError> {
+        self.tool_refusal(Capability::CommitmentsAdd)?;
         let mut state = self.lock();
         state.commitments.push(commitment);
         state.next_id += 1;

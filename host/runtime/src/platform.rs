@@ -4,9 +4,15 @@
 //! ([`atrium_manifest::sandbox`]: scopes, chain depth, cycles, declared names, sizes) and hands
 //! everything else to a [`Platform`]. The host's platform implements it over the SQL store;
 //! [`crate::memory::MemoryPlatform`] implements it in memory for tests and the local runner.
+//!
+//! Every capability has a default that answers decision `not_available` naming it
+//! ([`Capability`]), so a platform implements what it offers and nothing else, and an app
+//! sees one typed answer for whatever its host does not offer.
 
 use async_trait::async_trait;
 use serde_json::Value;
+
+use atrium_manifest::sandbox::{AgentRefusal, Capability, ToolRefusal};
 
 use crate::{
     AgentCallError, CallInfo, ChainContext, EmitResult, FetchResponse, RoomPost, ToolCallError,
@@ -42,85 +48,122 @@ pub struct Commitment {
 
 /// What the platform provides to apps. Every method gets the call being served; nested agent
 /// calls also get the chain context the callee must run with, already advanced and checked.
+///
+/// Each capability's default answers `not_available` ([`tool_not_available`],
+/// [`agent_not_available`]); only [`Platform::public_callback_url`] must be implemented.
 #[async_trait]
 pub trait Platform: Send + Sync + 'static {
-    /// The scopes a platform tool needs, or none when no such tool exists.
-    fn tool_scopes(&self, tool: &str) -> Option<Vec<String>>;
+    /// The scopes a platform tool needs, or none when no such tool exists (the default: the
+    /// platform has no tools, so every tool is `unknown_tool`).
+    fn tool_scopes(&self, _tool: &str) -> Option<Vec<String>> {
+        None
+    }
 
     /// Runs a platform tool whose scopes the install holds.
     async fn call_tool(
         &self,
-        call: &CallInfo,
-        tool: &str,
-        args: Value,
-    ) -> Result<Value, ToolCallError>;
+        _call: &CallInfo,
+        _tool: &str,
+        _args: Value,
+    ) -> Result<Value, ToolCallError> {
+        Err(tool_not_available(Capability::ToolsCall))
+    }
 
     /// A secret's value for the call's tenant and app, or none. Failures also give none.
-    async fn secret(&self, call: &CallInfo, key: &str) -> Option<String>;
+    async fn secret(&self, _call: &CallInfo, _key: &str) -> Option<String> {
+        None
+    }
 
     /// Stores a room message and routes its mentions.
     async fn post_to_room(
         &self,
-        call: &CallInfo,
-        post: RoomPostRequest,
-    ) -> Result<RoomPost, ToolCallError>;
+        _call: &CallInfo,
+        _post: RoomPostRequest,
+    ) -> Result<RoomPost, ToolCallError> {
+        Err(tool_not_available(Capability::RoomsPost))
+    }
 
     /// Runs agent `target` of the calling app (team delegation, team checks already passed).
     async fn delegate(
         &self,
-        call: &CallInfo,
-        chain: &ChainContext,
-        target: &str,
-        prompt: &str,
-        from_agent: &str,
-    ) -> Result<String, AgentCallError>;
+        _call: &CallInfo,
+        _chain: &ChainContext,
+        _target: &str,
+        _prompt: &str,
+        _from_agent: &str,
+    ) -> Result<String, AgentCallError> {
+        Err(agent_not_available(Capability::TeamDelegate))
+    }
 
     /// Invokes an agent of another app; the platform checks the grant.
     async fn invoke_app(
         &self,
-        call: &CallInfo,
-        chain: &ChainContext,
-        app: &str,
-        agent: &str,
-        prompt: &str,
-    ) -> Result<String, AgentCallError>;
+        _call: &CallInfo,
+        _chain: &ChainContext,
+        _app: &str,
+        _agent: &str,
+        _prompt: &str,
+    ) -> Result<String, AgentCallError> {
+        Err(agent_not_available(Capability::AppsInvoke))
+    }
 
     /// Calls a route of another app; the platform checks the `__route__` grant.
     async fn fetch_app(
         &self,
-        call: &CallInfo,
-        chain: &ChainContext,
-        app: &str,
-        path: &str,
-        method: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<FetchResponse, AgentCallError>;
+        _call: &CallInfo,
+        _chain: &ChainContext,
+        _app: &str,
+        _path: &str,
+        _method: &str,
+        _body: Option<Vec<u8>>,
+    ) -> Result<FetchResponse, AgentCallError> {
+        Err(agent_not_available(Capability::AppsFetch))
+    }
 
     /// Fans an event out to the approved wires.
     async fn emit(
         &self,
-        call: &CallInfo,
-        chain: &ChainContext,
-        name: &str,
-        payload: Value,
-    ) -> Result<EmitResult, AgentCallError>;
+        _call: &CallInfo,
+        _chain: &ChainContext,
+        _name: &str,
+        _payload: Value,
+    ) -> Result<EmitResult, AgentCallError> {
+        Err(agent_not_available(Capability::EventsEmit))
+    }
 
     /// Asks one of the calling app's agents.
     async fn ask(
         &self,
-        call: &CallInfo,
-        chain: &ChainContext,
-        agent: &str,
-        prompt: &str,
-    ) -> Result<String, AgentCallError>;
+        _call: &CallInfo,
+        _chain: &ChainContext,
+        _agent: &str,
+        _prompt: &str,
+    ) -> Result<String, AgentCallError> {
+        Err(agent_not_available(Capability::AgentAsk))
+    }
 
     /// Records a commitment and returns its id.
     async fn add_commitment(
         &self,
-        call: &CallInfo,
-        commitment: Commitment,
-    ) -> Result<String, ToolCallError>;
+        _call: &CallInfo,
+        _commitment: Commitment,
+    ) -> Result<String, ToolCallError> {
+        Err(tool_not_available(Capability::CommitmentsAdd))
+    }
 
     /// The public address of a public route of the calling app for the call's tenant.
     fn public_callback_url(&self, call: &CallInfo, path: &str) -> String;
+}
+
+/// The `ToolCallError` for a capability the host does not offer: decision `not_available`.
+#[must_use]
+pub fn tool_not_available(capability: Capability) -> ToolCallError {
+    ToolRefusal::not_available(capability).into()
+}
+
+/// The `AgentCallError` for a capability the host does not offer: reason
+/// `not_available: ...`.
+#[must_use]
+pub fn agent_not_available(capability: Capability) -> AgentCallError {
+    AgentRefusal::not_available(capability).into()
 }

@@ -43,6 +43,12 @@ export class MockBackend {
     this.httpRequests = [];
     this.answers = { team: new Map(), apps: new Map(), agent: new Map(), fetch: new Map() };
     this.wires = new Map();
+    this.unavailable = new Set();
+  }
+
+  /** As a host without `capability`: decision `not_available`, after the sandbox rules. */
+  refuseUnavailable(capability) {
+    if (this.unavailable.has(capability)) this.sandbox.notAvailable(capability);
   }
 
   chain() {
@@ -70,6 +76,7 @@ export class MockBackend {
       throw new ToolCallError({ toolName: name, decision: 'unmocked', message: `tool \`${name}\` is not mocked`, neededScopes: [] });
     }
     this.sandbox.toolScopes(name, tool.scopes, [...this.granted]);
+    this.refuseUnavailable('tools.call');
     if (tool.error) throw new ToolCallError(tool.error);
     return JSON.stringify(tool.result === undefined ? null : tool.result);
   }
@@ -97,6 +104,7 @@ export class MockBackend {
 
   roomPost(roomId, content, fromAgent, metadata) {
     const checked = this.sandbox.roomPost(fromAgent, content, metadata);
+    this.refuseUnavailable('rooms.post');
     this.posts.push({ roomId, content, fromAgent, metadata: metadata == null ? null : clone(checked.metadata) });
     return {
       message: {
@@ -117,18 +125,21 @@ export class MockBackend {
 
   delegate(target, prompt, fromAgent) {
     this.sandbox.delegate(this.chain(), this.info.publicRoute, target, fromAgent);
+    this.refuseUnavailable('team.delegate');
     this.agentCalls.push(`delegate ${target}`);
     return reply(this.answers.team.get(target), prompt, `[${this.info.appId}:${target}] ${prompt}`);
   }
 
   invoke(app, agent, prompt) {
     this.sandbox.invoke(this.chain(), this.info.publicRoute, app, agent);
+    this.refuseUnavailable('apps.invoke');
     this.agentCalls.push(`invoke ${app}:${agent}`);
     return reply(this.answers.apps.get(`${app}:${agent}`), prompt, `[${app}:${agent}] ${prompt}`);
   }
 
   fetch(app, path, method, body) {
     const { method: upper } = this.sandbox.fetch(this.chain(), path, method);
+    this.refuseUnavailable('apps.fetch');
     this.agentCalls.push(`fetch ${app} ${upper} ${path}`);
     const answer = this.answers.fetch.get(`${app} ${path}`);
     if (answer instanceof AgentCallError) throw answer;
@@ -139,6 +150,7 @@ export class MockBackend {
 
   emit(name, payload) {
     const { payload: parsed } = this.sandbox.emit(this.chain(), this.info.publicRoute, name, payload);
+    this.refuseUnavailable('events.emit');
     this.emitted.push([name, parsed]);
     const wires = this.wires.get(name) ?? 0;
     return { wireCount: wires, dispatched: wires, failures: 0 };
@@ -146,12 +158,14 @@ export class MockBackend {
 
   ask(prompt, agent) {
     const { agent: slug } = this.sandbox.ask(this.chain(), agent);
+    this.refuseUnavailable('agent.ask');
     this.agentCalls.push(`ask ${slug}`);
     return reply(this.answers.agent.get(slug), prompt, `[${this.info.appId}:${slug}] ${prompt}`);
   }
 
   addCommitment(title, content, fromAgent, dueAt) {
     this.sandbox.commitment(title, fromAgent, dueAt);
+    this.refuseUnavailable('commitments.add');
     this.commitments.push([title, content, fromAgent, dueAt]);
     return `commitment-${this.commitments.length}`;
   }

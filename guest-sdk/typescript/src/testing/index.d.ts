@@ -1,6 +1,6 @@
 // Types of @atrium/sdk/testing.
 
-import type { AgentCallError, App, Body, Ctx, Headers, HttpResponse, Json, LogLevel, Registration, RoomMessage, ToolCallError } from '../index.js';
+import type { AgentCallError, App, Capability, Body, Ctx, Headers, HttpResponse, Json, LogLevel, Registration, RoomMessage, ToolCallError } from '../index.js';
 
 export { HandlerError } from '../index.js';
 
@@ -59,6 +59,8 @@ export class TestClient {
   withTenant(tenantId: string): this;
   withChain(depth: number, visitedAgents?: string[]): this;
   asPublicRoute(on?: boolean): this;
+  /** Answers each capability with decision `not_available`, as a host that does not offer it, after the sandbox rules. */
+  without(...capabilities: (Capability | Capability[])[]): this;
   /** Grants scopes to the install. */
   grant(...scopes: (string | string[])[]): this;
   /** Mocks a platform tool; with `scopes` the call needs them granted (`scope_denied` otherwise). Not mocked: `unmocked`. */

@@ -9,7 +9,7 @@
 import { App } from '../app.js';
 import { Ctx } from '../ctx.js';
 import { handlersFor } from '../dispatch.js';
-import { AgentCallError, HandlerError, ToolCallError } from '../errors.js';
+import { AgentCallError, CAPABILITIES, HandlerError, ToolCallError } from '../errors.js';
 import { HttpRequest } from '../http.js';
 import { jsonText } from '../json.js';
 import { declarations } from '../manifest.js';
@@ -118,6 +118,20 @@ export class TestClient {
   /** Marks calls as arriving on a public route (or not). */
   asPublicRoute(on = true) {
     this._backend.info.publicRoute = on;
+    return this;
+  }
+
+  /**
+   * Answers each capability (`'agent.ask'`, `'rooms.post'`, ...) with decision `not_available`,
+   * as a host that does not offer it does, after the sandbox rules: a test of the app's fallback.
+   */
+  without(...capabilities) {
+    for (const capability of capabilities.flat()) {
+      if (!CAPABILITIES.includes(capability)) {
+        throw new TypeError(`\`${capability}\` is not a capability (${CAPABILITIES.join(', ')})`);
+      }
+      this._backend.unavailable.add(capability);
+    }
     return this;
   }
 

@@ -63,6 +63,8 @@ export function sandboxFor(manifestText) {
     secretKey: (key) => run(null, false, { kind: 'secret_key', key }),
     /** Outbound HTTP: whether `network.egress_hosts` allows `host` (the host's `EgressPolicy`). */
     egress: (host) => run(null, false, { kind: 'egress', host }) === true,
+    /** Throws what a host that does not offer `capability` answers (decision `not_available`). */
+    notAvailable: (capability) => run(null, false, { kind: 'not_available', capability }),
     /** The canonical keys a room message mentions. */
     extractMentions: (content) => run(null, false, { kind: 'extract_mentions', content }),
   };

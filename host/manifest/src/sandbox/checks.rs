@@ -6,14 +6,14 @@
 
 use serde_json::{Map, Value};
 
-use super::{AgentRefusal, ChainContext, Decision, Declarations, ToolRefusal};
+use super::{AgentRefusal, Capability, ChainContext, Decision, Declarations, ToolRefusal};
 use crate::{Method, match_route, rules};
 
 /// Longest room message, in characters (docs/runtime.md, "Limits").
 pub const MAX_ROOM_MESSAGE_CHARS: usize = 20_000;
 
-const ROOMS_POST: &str = "rooms.post";
-const COMMITMENTS_ADD: &str = "commitments.add";
+const ROOMS_POST: &str = Capability::RoomsPost.as_str();
+const COMMITMENTS_ADD: &str = Capability::CommitmentsAdd.as_str();
 
 /// Parses a JSON text sent by an app.
 fn parse_json(what: &str, text: &str) -> Result<Value, String> {

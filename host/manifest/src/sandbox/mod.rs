@@ -22,6 +22,7 @@
 //! assert!(ChainContext::root().enter(Some("desk:default")).is_ok());
 //! ```
 
+mod capability;
 mod chain;
 mod checks;
 mod egress;
@@ -30,6 +31,7 @@ pub mod registration;
 
 use std::fmt;
 
+pub use capability::{Capability, ErrorKind, reason_decision, unavailable_capability};
 pub use chain::{
     ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS,
     MAX_CHAIN_DEPTH,
@@ -65,11 +67,17 @@ pub enum Decision {
     NetworkError,
     /// The local runner or a test has no mock for the tool.
     Unmocked,
+    /// The host does not offer the capability (`rooms.post`, `agent.ask`, ...): the same call
+    /// may succeed on another host or a later version ([`Capability`]).
+    NotAvailable,
+    /// The platform failed while serving a well-formed call (a store or upstream fault); the
+    /// same call may succeed later.
+    Failed,
 }
 
 impl Decision {
     /// Every decision, in declaration order.
-    pub const ALL: [Decision; 9] = [
+    pub const ALL: [Decision; 11] = [
         Decision::ScopeDenied,
         Decision::UnknownTool,
         Decision::InvalidArguments,
@@ -79,6 +87,8 @@ impl Decision {
         Decision::NotMember,
         Decision::NetworkError,
         Decision::Unmocked,
+        Decision::NotAvailable,
+        Decision::Failed,
     ];
 
     /// The wire name, as in `ToolCallError.decision`.
@@ -94,6 +104,8 @@ impl Decision {
             Decision::NotMember => "not_member",
             Decision::NetworkError => "network_error",
             Decision::Unmocked => "unmocked",
+            Decision::NotAvailable => "not_available",
+            Decision::Failed => "failed",
         }
     }
 

@@ -1,13 +1,10 @@
 //! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, over the SQL
-//! store. Platform tools (records, knowledge, chat) and secrets are served here; rooms, agents, events and commitments
-//! come with their own issues and answer a typed refusal until then.
+//! store. Platform tools (records, knowledge, chat) and secrets are served here; the
+//! capabilities this host does not offer yet (rooms, agents, events, commitments) keep the
+//! trait's default, decision `not_available` naming the capability.
 
 use async_trait::async_trait;
-use atrium_manifest::sandbox::{Decision, ToolRefusal};
-use atrium_runtime::{
-    AgentCallError, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Platform,
-    RoomPost, RoomPostRequest, ToolCallError,
-};
+use atrium_runtime::{CallInfo, Platform, ToolCallError};
 use atrium_store::RecordScope;
 use serde_json::Value;
 
@@ -48,12 +45,6 @@ impl InstallPlatform {
             tenant_id: &self.tenant.tenant_id,
             app_slug: &self.app_slug,
         }
-    }
-}
-
-fn not_yet(what: &str) -> AgentCallError {
-    AgentCallError {
-        reason: format!("{what} is not available on this host yet"),
     }
 }
 
@@ -104,85 +95,6 @@ impl Platform for InstallPlatform {
                 None
             }
         }
-    }
-
-    async fn post_to_room(
-        &self,
-        _call: &CallInfo,
-        _post: RoomPostRequest,
-    ) -> Result<RoomPost, ToolCallError> {
-        Err(ToolCallError::from(ToolRefusal::new(
-            "rooms.post",
-            Decision::UnknownRoom,
-            "group rooms are not available on this host yet",
-        )))
-    }
-
-    async fn delegate(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: &str,
-        _: &str,
-    ) -> Result<String, AgentCallError> {
-        Err(not_yet("team delegation"))
-    }
-
-    async fn invoke_app(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: &str,
-        _: &str,
-    ) -> Result<String, AgentCallError> {
-        Err(not_yet("invoking another app's agent"))
-    }
-
-    async fn fetch_app(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: Option<Vec<u8>>,
-    ) -> Result<FetchResponse, AgentCallError> {
-        Err(not_yet("calling another app's routes"))
-    }
-
-    async fn emit(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: Value,
-    ) -> Result<EmitResult, AgentCallError> {
-        Err(not_yet("emitting events"))
-    }
-
-    async fn ask(
-        &self,
-        _: &CallInfo,
-        _: &ChainContext,
-        _: &str,
-        _: &str,
-    ) -> Result<String, AgentCallError> {
-        Err(not_yet("asking an agent"))
-    }
-
-    async fn add_commitment(
-        &self,
-        _call: &CallInfo,
-        _commitment: Commitment,
-    ) -> Result<String, ToolCallError> {
-        Err(ToolCallError {
-            tool_name: "commitments.add".into(),
-            decision: "failed".into(),
-            message: "commitments are not available on this host yet".into(),
-            needed_scopes: Vec::new(),
-        })
     }
 
     fn public_callback_url(&self, _call: &CallInfo, path: &str) -> String {

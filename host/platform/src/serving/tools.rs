@@ -70,12 +70,11 @@ fn refuse(tool: &str, decision: Decision, message: impl Into<String>) -> ToolCal
 }
 
 fn failed(tool: &str, error: &dyn std::fmt::Display) -> ToolCallError {
-    ToolCallError {
-        tool_name: tool.to_owned(),
-        decision: "failed".into(),
-        message: format!("the platform failed: {error}"),
-        needed_scopes: Vec::new(),
-    }
+    refuse(
+        tool,
+        Decision::Failed,
+        format!("the platform failed: {error}"),
+    )
 }
 
 fn string_arg<'a>(tool: &str, args: &'a Value, key: &str) -> Result<&'a str, ToolCallError> {

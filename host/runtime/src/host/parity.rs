@@ -18,7 +18,7 @@ use crate::bindings::atrium::app::{
 };
 use crate::memory::MemoryPlatform;
 use crate::state::CallContext;
-use crate::{CallInfo, ChainContext, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS};
+use crate::{CallInfo, Capability, ChainContext, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS};
 
 static MANIFEST: ManifestInfo = atrium_sdk::manifest!("tests/fixtures/sandbox-parity.yaml");
 const MANIFEST_TEXT: &str = include_str!("../../tests/fixtures/sandbox-parity.yaml");
@@ -152,7 +152,7 @@ fn sdk_app() -> Result<App, RegistrationError> {
 
 const GRANTED: &[&str] = &["notes.read"];
 
-fn through_sdk(op: &Op, depth: u32, public_route: bool) -> Outcome {
+fn through_sdk(op: &Op, depth: u32, public_route: bool, without: &[Capability]) -> Outcome {
     let mut client = TestClient::new(sdk_app())
         .unwrap()
         .chain_depth(depth)
@@ -162,18 +162,29 @@ fn through_sdk(op: &Op, depth: u32, public_route: bool) -> Outcome {
     if public_route {
         client = client.public_route();
     }
+    for c in without {
+        client = client.without(*c);
+    }
     let value = client.call_tool("probe", op).unwrap();
     serde_json::from_value(value).unwrap()
 }
 
-async fn through_runtime(op: &Op, depth: u32, public_route: bool) -> Outcome {
+async fn through_runtime(
+    op: &Op,
+    depth: u32,
+    public_route: bool,
+    without: &[Capability],
+) -> Outcome {
     let manifest = atrium_manifest::parse(MANIFEST_TEXT).unwrap();
-    let platform = MemoryPlatform::new("http://127.0.0.1:8787")
+    let mut platform = MemoryPlatform::new("http://127.0.0.1:8787")
         .with_tool("notes.lookup", &["notes.read"], json!({}))
         .with_tool("crm.export", &["crm.write"], json!({}))
         .with_room("room-1", &["parity-desk:lead", "parity-desk:writer"])
         .with_grant("crm", "helper")
         .with_grant("crm", "__route__");
+    for c in without {
+        platform = platform.without(*c);
+    }
     let chain = ChainContext {
         depth,
         visited: Vec::new(),
@@ -605,8 +616,8 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
         ),
     ];
     for (op, depth, public_route, expect) in rows {
-        let host = through_runtime(&op, depth, public_route).await;
-        let sdk = through_sdk(&op, depth, public_route);
+        let host = through_runtime(&op, depth, public_route, &[]).await;
+        let sdk = through_sdk(&op, depth, public_route, &[]);
         assert_eq!(
             host, sdk,
             "the runtime and the SDK double disagree on {op:?} (depth {depth}, public {public_route})"
@@ -619,5 +630,86 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
             _ => false,
         };
         assert!(matches, "unexpected outcome for {op:?}: {host:?}");
+    }
+}
+
+#[tokio::test]
+async fn on_a_host_without_a_capability_both_answer_not_available_after_the_same_rules() {
+    let everything = Capability::ALL;
+    let tool = |name: &str| Op::Tool {
+        name: name.into(),
+        args: json!({}),
+    };
+    let not_available = |c: Capability| match c.error_kind() {
+        atrium_manifest::sandbox::ErrorKind::Tool => Outcome::Tool {
+            decision: "not_available".into(),
+            message: format!("`{c}` is not available on this host"),
+            needed_scopes: Vec::new(),
+        },
+        atrium_manifest::sandbox::ErrorKind::Agent => Outcome::Agent(format!(
+            "not_available: `{c}` is not available on this host"
+        )),
+    };
+    let rows: Vec<(Op, Option<Capability>)> = vec![
+        (post("hello", "lead", None), Some(Capability::RoomsPost)),
+        (post("hello", "ghost", None), None),
+        (delegate("writer", "lead"), Some(Capability::TeamDelegate)),
+        (delegate("lead", "writer"), None),
+        (
+            Op::Invoke {
+                app: "crm".into(),
+                agent: "helper".into(),
+            },
+            Some(Capability::AppsInvoke),
+        ),
+        (
+            Op::Fetch {
+                path: "/x".into(),
+                method: "GET".into(),
+            },
+            Some(Capability::AppsFetch),
+        ),
+        (
+            Op::Fetch {
+                path: "x".into(),
+                method: "GET".into(),
+            },
+            None,
+        ),
+        (
+            Op::Emit {
+                name: "note_saved".into(),
+            },
+            Some(Capability::EventsEmit),
+        ),
+        (
+            Op::Emit {
+                name: "undeclared".into(),
+            },
+            None,
+        ),
+        (Op::Ask { agent: None }, Some(Capability::AgentAsk)),
+        (
+            commit("Call back", "lead", None),
+            Some(Capability::CommitmentsAdd),
+        ),
+        (commit("Call back", "ghost", None), None),
+        (tool("notes.lookup"), Some(Capability::ToolsCall)),
+        (tool("crm.export"), None),
+    ];
+    for (op, unavailable) in rows {
+        let host = through_runtime(&op, 1, false, &everything).await;
+        let sdk = through_sdk(&op, 1, false, &everything);
+        assert_eq!(
+            host, sdk,
+            "the runtime and the SDK double disagree on {op:?}"
+        );
+        match unavailable {
+            Some(c) => assert_eq!(host, not_available(c), "{op:?}"),
+            None => assert!(
+                host != Outcome::Ok && !format!("{host:?}").contains("not_available"),
+                "a sandbox rule answers {op:?} first: {host:?}"
+            ),
+        }
     }
 }

@@ -501,3 +501,69 @@ async fn logs_and_output_go_to_tracing_with_the_call_tags() {
         assert!(line.contains(tag), "{tag} missing in {line}");
     }
 }
+
+#[tokio::test]
+async fn a_capability_the_platform_goes_without_answers_not_available_naming_it() {
+    use atrium_runtime::Capability;
+    let mut p = MemoryPlatform::default().with_room("room-1", &["probe:lead"]);
+    for c in Capability::ALL {
+        p = p.without(c);
+    }
+    let p = Arc::new(p.with_tool("probe.stats", &[], json!({})));
+    let app = probe();
+    let tool = |capability: &str, op: serde_json::Value| {
+        let (app, p, capability) = (&app, &p, capability.to_owned());
+        async move {
+            let out = crate::common::op(app, &inv(p), op).await;
+            assert_eq!(out["err"]["decision"], "not_available", "{out}");
+            assert_eq!(out["err"]["tool_name"], capability.as_str(), "{out}");
+            assert_eq!(
+                out["err"]["message"],
+                format!("`{capability}` is not available on this host")
+            );
+        }
+    };
+    tool("tools.call", json!({"op": "tool", "name": "probe.stats"})).await;
+    tool(
+        "rooms.post",
+        json!({"op": "post", "room": "room-1", "content": "x", "from": "lead"}),
+    )
+    .await;
+    tool(
+        "commitments.add",
+        json!({"op": "commit", "title": "t", "content": "c", "from": "lead"}),
+    )
+    .await;
+    for (capability, op) in [
+        (
+            "team.delegate",
+            json!({"op": "delegate", "target": "helper", "prompt": "p", "from": "lead"}),
+        ),
+        (
+            "apps.invoke",
+            json!({"op": "invoke", "app": "ledger", "agent": "clerk", "prompt": "p"}),
+        ),
+        (
+            "apps.fetch",
+            json!({"op": "fetch_app", "app": "ledger", "path": "/x", "method": "GET"}),
+        ),
+        ("events.emit", json!({"op": "emit", "name": "probe_event"})),
+        ("agent.ask", json!({"op": "ask", "prompt": "p"})),
+    ] {
+        let out = crate::common::op(&app, &inv(&p), op).await;
+        assert_eq!(
+            out["err"]["reason"],
+            format!("not_available: `{capability}` is not available on this host"),
+            "{out}"
+        );
+    }
+    // The sandbox rules come first: a post from an undeclared agent is refused for that.
+    let foreign = crate::common::op(
+        &app,
+        &inv(&p),
+        json!({"op": "post", "room": "room-1", "content": "x", "from": "ghost"}),
+    )
+    .await;
+    assert_eq!(foreign["err"]["decision"], "unknown_agent");
+    assert!(p.posts().is_empty() && p.emitted().is_empty() && p.agent_calls().is_empty());
+}

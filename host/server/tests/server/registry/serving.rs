@@ -165,6 +165,71 @@ async fn tools_run_with_the_install_and_fail_alone() {
         .await;
         assert_eq!(body["result"]["err"]["decision"], "unknown_tool", "{body}");
 
+        // What this host does not offer yet answers one typed refusal naming the capability;
+        // a call that breaks a sandbox rule is still refused for that rule first.
+        for (capability, op) in [
+            (
+                "rooms.post",
+                json!({"op": "post", "room": "r1", "content": "hi", "from": "lead"}),
+            ),
+            (
+                "commitments.add",
+                json!({"op": "commit", "title": "Call back", "content": "Friday", "from": "lead"}),
+            ),
+        ] {
+            let (_, body) = call("platform", op, &user).await;
+            let err = &body["result"]["err"];
+            assert_eq!(err["decision"], "not_available", "{body}");
+            assert_eq!(err["tool_name"], capability, "{body}");
+            assert_eq!(
+                err["message"],
+                format!("`{capability}` is not available on this host"),
+                "{body}"
+            );
+        }
+        for (capability, op) in [
+            (
+                "team.delegate",
+                json!({"op": "delegate", "target": "helper", "prompt": "p", "from": "lead"}),
+            ),
+            (
+                "apps.invoke",
+                json!({"op": "invoke", "app": "ledger", "agent": "default", "prompt": "p"}),
+            ),
+            (
+                "apps.fetch",
+                json!({"op": "fetch_app", "app": "ledger", "path": "/x", "method": "GET"}),
+            ),
+            ("events.emit", json!({"op": "emit", "name": "probe_event"})),
+            ("agent.ask", json!({"op": "ask", "prompt": "p"})),
+        ] {
+            let (_, body) = call("platform", op, &user).await;
+            assert_eq!(
+                body["result"]["err"]["reason"],
+                format!("not_available: `{capability}` is not available on this host"),
+                "{body}"
+            );
+        }
+        let (_, body) = call(
+            "platform",
+            json!({"op": "post", "room": "r1", "content": "hi", "from": "ghost"}),
+            &user,
+        )
+        .await;
+        assert_eq!(body["result"]["err"]["decision"], "unknown_agent", "{body}");
+        let (_, body) = call(
+            "platform",
+            json!({"op": "emit", "name": "undeclared"}),
+            &user,
+        )
+        .await;
+        assert!(
+            body["result"]["err"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("event `undeclared` is not declared")),
+            "{body}"
+        );
+
         // Chat through the host's gateway, billed to the tenant with the app named.
         let chat = |args: Value| json!({"op": "tool", "name": "chat.complete", "args": args});
         let (status, body) = call(
