@@ -5,7 +5,7 @@
 //! rest of the host serves, and retrieval calls answer [`RetrievalError::Unavailable`] (503)
 //! naming the cause. When a call into the store fails, a probe (connect, list one table)
 //! tells an outage from a failure of that one call. During an outage calls fail at once,
-//! without waiting on the store; the upkeep task ([`Retrieval::spawn_upkeep`]) probes it
+//! without waiting on the store; the upkeep job ([`crate::Upkeep`]) probes it
 //! every [`RetrievalConfig::retry_every`](crate::RetrievalConfig::retry_every), and serving
 //! resumes as soon as a probe succeeds.
 

@@ -11,7 +11,7 @@
 //!   was written. The error names the step that failed.
 //! - A query runs a vector search and a full-text (BM25) search side by side and fuses the two
 //!   rankings by reciprocal rank fusion ([`fuse`](query::fuse)).
-//! - Upkeep ([`Retrieval::upkeep_once`], run in the background by [`Retrieval::spawn_upkeep`])
+//! - Upkeep ([`Retrieval::upkeep_once`], run in the background by the [`Upkeep`] job)
 //!   creates the vector index when a table grows past [`RetrievalConfig::vector_index_rows`],
 //!   folds new rows into the indexes, compacts small files and removes old versions.
 
@@ -38,7 +38,7 @@ pub use crate::error::RetrievalError;
 use crate::error::storage;
 pub use crate::pdf::{PdfError, PdfLimits};
 pub use crate::query::{DEFAULT_TOP_K, MAX_QUERY_CHARS, MAX_TOP_K, Match, QueryOutcome, RRF_K};
-pub use crate::upkeep::UpkeepReport;
+pub use crate::upkeep::{Upkeep, UpkeepReport};
 
 /// Embedding work done for a call, for metering.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use atrium_jobs::{Job, JobError, Stop};
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
 
 use crate::error::storage;
@@ -109,44 +110,46 @@ impl Retrieval {
             .map_err(|e| storage("removing old versions", e))?;
         Ok(created)
     }
+}
 
-    /// Runs [`Retrieval::upkeep_once`] every [`RetrievalConfig::upkeep_interval`](crate::RetrievalConfig::upkeep_interval), and
-    /// during a store outage probes the store every
-    /// [`RetrievalConfig::retry_every`](crate::RetrievalConfig::retry_every), until `stop`
-    /// turns true.
-    pub fn spawn_upkeep(
-        self: Arc<Self>,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(self.config.upkeep_interval);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut retry = tokio::time::interval(self.config.retry_every);
-            retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                let upkeep = tokio::select! {
-                    _ = tick.tick() => true,
-                    _ = retry.tick() => false,
-                    _ = stop.changed() => false,
-                };
-                if *stop.borrow() {
-                    return;
-                }
-                if !upkeep {
-                    // During an outage, the store is probed every `retry_every`.
-                    self.check_store().await;
-                    continue;
-                }
-                match self.upkeep_once().await {
-                    Ok(report) if report != UpkeepReport::default() => {
-                        tracing::info!(?report, "retrieval upkeep");
-                    }
-                    Ok(_) => {}
-                    // The outage is logged where it starts and ends.
-                    Err(RetrievalError::Unavailable(_)) => {}
-                    Err(e) => tracing::warn!(error = %e, "retrieval upkeep failed"),
-                }
+/// Retrieval upkeep as a [`Job`] named `upkeep`: runs [`Retrieval::upkeep_once`] every
+/// [`RetrievalConfig::upkeep_interval`](crate::RetrievalConfig::upkeep_interval), and during a
+/// store outage probes the store every
+/// [`RetrievalConfig::retry_every`](crate::RetrievalConfig::retry_every), until the stop.
+pub struct Upkeep(pub Arc<Retrieval>);
+
+#[async_trait::async_trait]
+impl Job for Upkeep {
+    fn name(&self) -> &'static str {
+        "upkeep"
+    }
+
+    async fn run(self: Box<Self>, mut stop: Stop) -> Result<(), JobError> {
+        let retrieval = self.0;
+        let mut tick = tokio::time::interval(retrieval.config.upkeep_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut retry = tokio::time::interval(retrieval.config.retry_every);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let upkeep = tokio::select! {
+                _ = tick.tick() => true,
+                _ = retry.tick() => false,
+                () = stop.requested() => return Ok(()),
+            };
+            if !upkeep {
+                // During an outage, the store is probed every `retry_every`.
+                retrieval.check_store().await;
+                continue;
             }
-        })
+            match retrieval.upkeep_once().await {
+                Ok(report) if report != UpkeepReport::default() => {
+                    tracing::info!(?report, "retrieval upkeep");
+                }
+                Ok(_) => {}
+                // The outage is logged where it starts and ends.
+                Err(RetrievalError::Unavailable(_)) => {}
+                Err(e) => stop.report("retrieval upkeep failed", &e),
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use atrium_jobs::{Job, JobError, Stop};
 use atrium_store::{Batch, ClaimedItem, ItemStatus};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -159,63 +160,90 @@ impl Default for BatchRunner {
     }
 }
 
-/// Runs batch items until the process ends. Call once per host.
-pub async fn run(state: HostState) {
-    let runner = state.batches.clone();
-    let now = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-    };
-    // A SQLite store has one host: what it had claimed before a restart is abandoned now.
-    let first_cutoff = if state.store.backend() == "sqlite" {
-        now() + 1
-    } else {
-        now() - lease_ms(&runner)
-    };
-    match state.store.requeue_stale_items(first_cutoff).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(
-            items = n,
-            "batch items interrupted by a restart are queued again"
-        ),
-        Err(error) => tracing::error!(%error, "cannot re-queue interrupted batch items"),
+/// The batch runner as a [`Job`] named `batches`: claims items and runs them, at most
+/// `concurrency` at once. On a stop it claims no more and waits for the items in flight; an
+/// item cut short (the host killed, or the grace over) runs again once its lease ends.
+pub struct Runner(pub HostState);
+
+#[async_trait::async_trait]
+impl Job for Runner {
+    fn name(&self) -> &'static str {
+        "batches"
     }
-    let slots = Arc::new(Semaphore::new(runner.concurrency.max(1)));
-    let mut last_sweep = std::time::Instant::now();
-    loop {
-        if last_sweep.elapsed() > Duration::from_secs(30) {
-            last_sweep = std::time::Instant::now();
-            if let Err(error) = state
-                .store
-                .requeue_stale_items(now() - lease_ms(&runner))
-                .await
-            {
-                tracing::error!(%error, "cannot re-queue stale batch items");
-            }
-        }
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            return;
+
+    async fn run(self: Box<Self>, mut stop: Stop) -> Result<(), JobError> {
+        let state = self.0;
+        let runner = state.batches.clone();
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         };
-        let wake = runner.notify.notified();
-        match state.store.claim_batch_item().await {
-            Ok(Some(claimed)) => {
-                let state = state.clone();
-                tokio::spawn(async move {
-                    run_item(&state, claimed).await;
+        // A SQLite store has one host: what it had claimed before a restart is abandoned now.
+        let first_cutoff = if state.store.backend() == "sqlite" {
+            now() + 1
+        } else {
+            now() - lease_ms(&runner)
+        };
+        match state.store.requeue_stale_items(first_cutoff).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                items = n,
+                "batch items interrupted by a restart are queued again"
+            ),
+            Err(error) => stop.report("cannot re-queue interrupted batch items", &error),
+        }
+        let concurrency = runner.concurrency.max(1);
+        let slots = Arc::new(Semaphore::new(concurrency));
+        let mut last_sweep = std::time::Instant::now();
+        while !stop.is_requested() {
+            if last_sweep.elapsed() > Duration::from_secs(30) {
+                last_sweep = std::time::Instant::now();
+                if let Err(error) = state
+                    .store
+                    .requeue_stale_items(now() - lease_ms(&runner))
+                    .await
+                {
+                    stop.report("cannot re-queue stale batch items", &error);
+                }
+            }
+            let permit = tokio::select! {
+                permit = slots.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+                () = stop.requested() => break,
+            };
+            let wake = runner.notify.notified();
+            match state.store.claim_batch_item().await {
+                Ok(Some(claimed)) => {
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        run_item(&state, claimed).await;
+                        drop(permit);
+                    });
+                }
+                Ok(None) => {
                     drop(permit);
-                });
-            }
-            Ok(None) => {
-                drop(permit);
-                let _ = tokio::time::timeout(Duration::from_secs(1), wake).await;
-            }
-            Err(error) => {
-                drop(permit);
-                tracing::error!(%error, "cannot claim a batch item");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                    tokio::select! {
+                        _ = tokio::time::timeout(Duration::from_secs(1), wake) => {}
+                        () = stop.requested() => {}
+                    }
+                }
+                Err(error) => {
+                    drop(permit);
+                    stop.report("cannot claim a batch item", &error);
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = stop.requested() => {}
+                    }
+                }
             }
         }
+        // The items in flight finish: every slot is back.
+        let all = u32::try_from(concurrency).unwrap_or(u32::MAX);
+        let _ = slots.acquire_many(all).await;
+        Ok(())
     }
 }
 

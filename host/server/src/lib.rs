@@ -12,6 +12,7 @@ mod chat;
 mod embeddings;
 mod error;
 mod extract;
+pub mod jobs;
 pub mod overload;
 mod rag;
 mod stream;
@@ -60,13 +61,18 @@ pub struct HostState {
     pub identity: Option<std::sync::Arc<atrium_platform::identity::Identity>>,
     /// The rate limits and the global shedding (docs/api.md, "Limits and overload").
     pub limiter: std::sync::Arc<overload::Limiter>,
+    /// The background jobs: the metering writer from the start, the rest while [`serve`]
+    /// runs ([`jobs`]).
+    pub jobs: atrium_jobs::Jobs,
 }
 
 impl HostState {
-    /// A state with the default batch runner settings; starts the metering writer, so call it
-    /// on a Tokio runtime.
+    /// A state with the default batch runner settings; starts the metering writer, the first
+    /// of its [`jobs`](HostState::jobs), so call it on a Tokio runtime.
     pub fn new(store: atrium_store::Store, gateway: atrium_inference::Gateway) -> Self {
-        let metering = atrium_store::Metering::start(store.clone());
+        let (metering, writer) = atrium_store::Metering::new(store.clone());
+        let jobs = atrium_jobs::Jobs::new();
+        jobs.start(Box::new(writer));
         let keys = std::sync::Arc::new(auth::KeyCache::keys(&store));
         let tenant_tokens = std::sync::Arc::new(auth::TenantTokenCache::tenant_tokens(&store));
         HostState {
@@ -82,6 +88,7 @@ impl HostState {
             serving: None,
             identity: None,
             limiter: std::sync::Arc::default(),
+            jobs,
         }
     }
 
@@ -170,27 +177,17 @@ pub fn router(state: HostState) -> Router {
 }
 
 /// Serves the router on `listener` until `shutdown` completes, with the host's background
-/// work: the change feed's poller (without which nothing is answered from memory), the batch
-/// runner, the schedule scanner and, with retrieval, its upkeep. On shutdown, requests in flight
-/// finish, the background work stops (a batch item cut short runs again after a restart) and
-/// the metering writer is flushed.
+/// jobs ([`jobs`]: the change feed's poller, without which nothing is answered from memory,
+/// the queue-delay probe, the batch runner, the schedule scanner and, with retrieval, its
+/// upkeep), started from one list. On shutdown the requests in flight finish first; then the
+/// jobs stop in the reverse order of their start, each within [`jobs::JOB_GRACE`], the
+/// metering writer last, having stored every usage record.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: HostState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let runner = tokio::spawn(batches::run(state.clone()));
-    let feed = state.store.clone().watch_changes_apart()?;
-    let scheduler = state
-        .serving
-        .clone()
-        .map(|serving| tokio::spawn(run_schedules(serving)));
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let probe = tokio::spawn(state.limiter.clone().probe_queue_delay(stopped.clone()));
-    let upkeep = state
-        .retrieval
-        .clone()
-        .map(|retrieval| retrieval.spawn_upkeep(stopped));
+    state.jobs.start_all(jobs::background_jobs(&state));
     state.limiter.watch_metering(state.metering.clone());
     state.limiter.serving();
     // Every request carries its connection, for the shedding of requests that waited unread.
@@ -200,44 +197,9 @@ pub async fn serve(
     let served = axum::serve(listener, routes)
         .with_graceful_shutdown(shutdown)
         .await;
-    runner.abort();
-    drop(feed);
-    if let Some(scheduler) = scheduler {
-        scheduler.abort();
-    }
-    let _ = stop.send(true);
-    let _ = probe.await;
-    if let Some(upkeep) = upkeep {
-        let _ = upkeep.await;
-    }
-    state.metering.flush().await;
+    tracing::info!("the requests in flight are answered: stopping the background jobs");
+    state.jobs.stop(jobs::JOB_GRACE).await;
     served
-}
-
-/// The schedule scanner: a scan a second after each minute starts (docs/platform.md). Each
-/// host names itself with its process id and a random suffix in the runs it claims.
-async fn run_schedules(serving: atrium_platform::serving::Serving) {
-    let mut suffix = [0u8; 4];
-    let _ = getrandom::fill(&mut suffix);
-    let host = format!(
-        "host-{}-{}",
-        std::process::id(),
-        suffix
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
-    loop {
-        let now = jiff::Timestamp::now();
-        let into_minute = now.as_millisecond().rem_euclid(60_000);
-        let wait = u64::try_from(61_000 - into_minute).unwrap_or(60_000);
-        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-        match serving.scan_schedules(jiff::Timestamp::now(), &host).await {
-            Ok(runs) if !runs.is_empty() => tracing::debug!(runs = runs.len(), "schedules ran"),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "the schedule scan failed"),
-        }
-    }
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use atrium_jobs::{Job, JobError, Stop};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
@@ -338,6 +339,28 @@ impl Store {
                 });
             })?;
         Ok(ChangeWatcher { _stop: stop })
+    }
+}
+
+/// The change feed's poller as a [`Job`] named `changes`: it polls apart
+/// ([`Store::watch_changes_apart`]) until the stop. Started first and stopped last, so that
+/// every other job reads the caches while the feed keeps them honest.
+pub struct ChangeFeed(pub Store);
+
+#[async_trait::async_trait]
+impl Job for ChangeFeed {
+    fn name(&self) -> &'static str {
+        "changes"
+    }
+
+    async fn run(self: Box<Self>, mut stop: Stop) -> Result<(), JobError> {
+        let watcher = self
+            .0
+            .watch_changes_apart()
+            .map_err(|e| JobError::new(format!("cannot start the change feed's thread: {e}")))?;
+        stop.requested().await;
+        drop(watcher);
+        Ok(())
     }
 }
 

@@ -45,12 +45,14 @@ pub use apps::{
     App, AppStatus, AppVersion, FileRole, NewVersion, Registered, VersionFile, VersionStatus,
 };
 pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
-pub use changes::{Affected, Cache, Change, ChangeWatcher, POLL_INTERVAL, STALE_AFTER};
+pub use changes::{
+    Affected, Cache, Change, ChangeFeed, ChangeWatcher, POLL_INTERVAL, STALE_AFTER,
+};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
-pub use meter::{Backlog, Metering};
+pub use meter::{Backlog, Metering, MeteringWriter};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };

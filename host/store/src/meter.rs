@@ -12,8 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::{Store, UsageRecord};
+use atrium_jobs::{Job, JobError, Stop};
 use tokio::sync::{mpsc, oneshot};
+
+use crate::{Store, UsageRecord};
 
 /// Records queued at most before callers wait (backpressure when the database is slow).
 const QUEUE: usize = 10_000;
@@ -47,12 +49,37 @@ pub struct Backlog {
     pub wait: Duration,
 }
 
+/// The metering writer, a [`Job`] named `metering`: stores what the handles queue, and on a
+/// stop stores everything queued before it ends.
+pub struct MeteringWriter {
+    store: Store,
+    rx: mpsc::Receiver<Message>,
+    lag_us: Arc<AtomicU64>,
+}
+
+#[async_trait::async_trait]
+impl Job for MeteringWriter {
+    fn name(&self) -> &'static str {
+        "metering"
+    }
+
+    async fn run(self: Box<Self>, stop: Stop) -> Result<(), JobError> {
+        let MeteringWriter { store, rx, lag_us } = *self;
+        writer(store, rx, lag_us, stop).await;
+        Ok(())
+    }
+}
+
 impl Metering {
-    /// Starts the writer on the current Tokio runtime.
-    pub fn start(store: Store) -> Self {
+    /// A handle and its writer, which the host starts with its other jobs.
+    pub fn new(store: Store) -> (Self, MeteringWriter) {
         let (metering, rx) = Metering::detached(QUEUE);
-        tokio::spawn(writer(store, rx, metering.lag_us.clone()));
-        metering
+        let writer = MeteringWriter {
+            store,
+            rx,
+            lag_us: metering.lag_us.clone(),
+        };
+        (metering, writer)
     }
 
     /// A handle and the queue it feeds, with no writer yet.
@@ -100,8 +127,28 @@ impl Metering {
     }
 }
 
-async fn writer(store: Store, mut rx: mpsc::Receiver<Message>, lag_us: Arc<AtomicU64>) {
-    while let Some(first) = rx.recv().await {
+async fn writer(
+    store: Store,
+    mut rx: mpsc::Receiver<Message>,
+    lag_us: Arc<AtomicU64>,
+    mut stop: Stop,
+) {
+    loop {
+        let first = if stop.is_requested() {
+            // Asked to stop: store what is queued, then end.
+            match rx.try_recv() {
+                Ok(message) => message,
+                Err(_) => return,
+            }
+        } else {
+            tokio::select! {
+                message = rx.recv() => match message {
+                    Some(message) => message,
+                    None => return,
+                },
+                () = stop.requested() => continue,
+            }
+        };
         let mut records = Vec::new();
         let mut flushes = Vec::new();
         let mut next = Some(first);
@@ -129,7 +176,10 @@ async fn writer(store: Store, mut rx: mpsc::Receiver<Message>, lag_us: Arc<Atomi
         let mut delay = Duration::from_millis(50);
         while let Err(error) = store.record_usage_batch(&records).await {
             // Usage is money: keep it and try again rather than drop it.
-            tracing::error!(%error, records = records.len(), "storing usage failed; retrying");
+            stop.report(
+                &format!("storing {} usage records failed; retrying", records.len()),
+                &error,
+            );
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
         }
@@ -183,7 +233,12 @@ mod tests {
         // The writer starts late: its first batch, the four records, had waited at least that
         // long.
         tokio::time::sleep(Duration::from_millis(40)).await;
-        tokio::spawn(writer(store.clone(), rx, metering.lag_us.clone()));
+        let jobs = atrium_jobs::Jobs::new();
+        jobs.start(Box::new(MeteringWriter {
+            store: store.clone(),
+            rx,
+            lag_us: metering.lag_us.clone(),
+        }));
         while store.usage(&org).await.unwrap().totals.calls < 4 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -195,5 +250,25 @@ mod tests {
         // Once the queue is empty there is no backlog, whatever the last batch had waited.
         metering.flush().await;
         assert_eq!(metering.backlog(), None);
+        jobs.stop(Duration::from_secs(5)).await;
+    }
+
+    #[tokio::test]
+    async fn a_stopped_writer_stores_everything_queued_before_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let org = store.create_key("acme", "ops").await.unwrap().org_id;
+        let (metering, writer) = Metering::new(store.clone());
+        for tenant in ["a", "b", "c"] {
+            metering.record(record(&org, tenant)).await;
+        }
+        // Queued before the writer ever ran; the stop comes first.
+        let jobs = atrium_jobs::Jobs::new();
+        jobs.start(Box::new(writer));
+        jobs.stop(Duration::from_secs(5)).await;
+        assert_eq!(store.usage(&org).await.unwrap().totals.calls, 3);
+        assert_eq!(jobs.failures("metering"), 0);
+        // A flush after the end does not wait for a writer that is gone.
+        metering.flush().await;
     }
 }

@@ -152,3 +152,77 @@ fn a_bad_address_exits_1_and_a_taken_port_exits_2() {
         stderr(&busy)
     );
 }
+
+#[test]
+fn sigterm_answers_the_requests_in_flight_then_stops_the_jobs_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let key = crate::create_key(dir.path(), data);
+    let (ollama, fake) = crate::crash::fake_ollama(std::time::Duration::from_millis(1500));
+    let start = || {
+        let mut command = command(
+            dir.path(),
+            &["serve", "--addr", "127.0.0.1:0", "--data-dir", data],
+        );
+        command.env("ATRIUM_OLLAMA_BASE_URL", &ollama);
+        Serve::spawn(command)
+    };
+    let host = start();
+    // A chat that takes 1.5 s upstream is in flight when SIGTERM comes.
+    let (addr, chat_key) = (host.addr.clone(), key.clone());
+    let chat = std::thread::spawn(move || {
+        http(
+            &addr,
+            "POST",
+            "/v1/chat/completions",
+            Some(&chat_key),
+            r#"{"provider": "ollama", "messages": [{"role": "user", "content": "hello"}]}"#,
+        )
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while fake.calls() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the chat never reached the upstream"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (status, log) = host.stop();
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+    let answered = chat.join().unwrap();
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    assert!(answered.contains("ollama says hi"), "{answered}");
+
+    // Then the jobs, each after the one started after it; the metering writer last.
+    let drained = log
+        .iter()
+        .position(|l| l.contains("the requests in flight are answered"))
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    let stopped: Vec<&str> = log
+        .iter()
+        .skip(drained)
+        .filter(|l| l.contains("job stopped"))
+        .filter_map(|l| l.split("job=").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(|name| name.trim_matches('"'))
+        .collect();
+    assert_eq!(
+        stopped,
+        [
+            "upkeep",
+            "schedules",
+            "batches",
+            "queue-delay",
+            "changes",
+            "metering"
+        ],
+        "{log:#?}"
+    );
+    // The usage of the answered chat was stored before the host exited.
+    let host = start();
+    let usage = http_get(&host.addr, "/v1/usage", Some(&key));
+    assert!(usage.contains(r#""calls":1"#), "{usage}");
+    let (status, _) = host.stop();
+    assert_eq!(status.code(), Some(0));
+}

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 pub use lifecycle::HookOutcome;
 pub use platform::InstallPlatform;
-pub use schedules::ScheduledRun;
+pub use schedules::{ScheduledRun, Schedules};
 pub use tools::{PlatformTool, TOOLS};
 
 use crate::registry::{Registry, RegistryError, TenantRef};

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
+use atrium_jobs::{Job, JobError, Stop};
 use atrium_manifest::Schedule;
 use atrium_manifest::cron::CronExpr;
 use atrium_runtime::Caller;
@@ -28,6 +29,46 @@ pub struct ScheduledRun {
     pub schedule: String,
     /// How it ended: none when it succeeded.
     pub error: Option<String>,
+}
+
+/// The schedule scanner as a [`Job`] named `schedules`: a scan a second after each minute
+/// starts (docs/platform.md). Each host names itself with its process id and a random suffix
+/// in the runs it claims.
+pub struct Schedules(pub Serving);
+
+#[async_trait::async_trait]
+impl Job for Schedules {
+    fn name(&self) -> &'static str {
+        "schedules"
+    }
+
+    async fn run(self: Box<Self>, mut stop: Stop) -> Result<(), JobError> {
+        let mut suffix = [0u8; 4];
+        let _ = getrandom::fill(&mut suffix);
+        let host = format!(
+            "host-{}-{}",
+            std::process::id(),
+            suffix
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        loop {
+            let now = jiff::Timestamp::now();
+            let into_minute = now.as_millisecond().rem_euclid(60_000);
+            let wait = u64::try_from(61_000 - into_minute).unwrap_or(60_000);
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_millis(wait)) => {}
+                () = stop.requested() => return Ok(()),
+            }
+            // A scan under way finishes (its runs are claimed in the database) before the stop.
+            match self.0.scan_schedules(jiff::Timestamp::now(), &host).await {
+                Ok(runs) if !runs.is_empty() => tracing::debug!(runs = runs.len(), "schedules ran"),
+                Ok(_) => {}
+                Err(e) => stop.report("the schedule scan failed", &e),
+            }
+        }
+    }
 }
 
 impl Serving {

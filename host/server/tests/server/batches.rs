@@ -4,7 +4,7 @@ use atrium_store::ItemStatus;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::chat::{Fakes, gateway};
+use crate::chat::{gateway, start_fakes};
 use crate::{assert_error, call_on, stores, unique};
 
 async fn poll(state: &atrium_server::HostState, key: &str, id: &str) -> Value {
@@ -30,9 +30,11 @@ async fn poll(state: &atrium_server::HostState, key: &str, id: &str) -> Value {
 #[tokio::test]
 async fn items_run_in_the_background_and_one_failure_never_fails_the_others() {
     for (store, _dir) in stores().await {
-        let fakes = Fakes::new();
-        let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
-        let runner = tokio::spawn(atrium_server::batches::run(state.clone()));
+        let fakes = start_fakes().await;
+        let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
+        state
+            .jobs
+            .start(Box::new(atrium_server::batches::Runner(state.clone())));
         let key = store.create_key(&unique("acme"), "k").await.unwrap();
         let body = json!({"requests": [
             {"custom_id": "a", "tier": "eu-sovereign", "messages": [{"role": "user", "content": "one"}]},
@@ -98,7 +100,7 @@ async fn items_run_in_the_background_and_one_failure_never_fails_the_others() {
         .await;
         assert_eq!(status, StatusCode::NOT_FOUND);
         assert_error(&body, "not_found");
-        runner.abort();
+        state.jobs.stop(std::time::Duration::from_secs(10)).await;
     }
 }
 
@@ -120,15 +122,17 @@ async fn a_batch_survives_a_restart_and_no_item_is_recorded_twice() {
     assert_eq!(interrupted.item.status, ItemStatus::Running);
 
     // The host starts again: the runner re-queues the interrupted item and finishes the batch.
-    let fakes = Fakes::new();
-    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes).await);
-    let runner = tokio::spawn(atrium_server::batches::run(state.clone()));
+    let fakes = start_fakes().await;
+    let state = atrium_server::HostState::new(store.clone(), gateway(&fakes));
+    state
+        .jobs
+        .start(Box::new(atrium_server::batches::Runner(state.clone())));
     let done = poll(&state, &key.secret, &id).await;
     assert_eq!(
         done["request_counts"],
         json!({"total": 5, "completed": 5, "failed": 0})
     );
-    runner.abort();
+    state.jobs.stop(std::time::Duration::from_secs(10)).await;
 
     // The old claim is dead: its late result cannot be written, nothing is recorded twice.
     let late = store
