@@ -42,7 +42,7 @@ pub(super) struct Host {
     data: tempfile::TempDir,
     issuer: TokenIssuer,
     /// The fake model providers the host's gateway (and so the `chat.complete` tool) calls.
-    pub(super) fakes: crate::chat::Fakes,
+    pub(super) fakes: atrium_fake_llm::FakeLlm,
 }
 
 impl std::ops::Deref for Host {
@@ -75,8 +75,8 @@ impl Host {
         )
         .await
         .unwrap();
-        let fakes = crate::chat::Fakes::new();
-        let gateway = crate::chat::gateway(&fakes).await;
+        let fakes = crate::chat::start_fakes().await;
+        let gateway = crate::chat::gateway(&fakes);
         let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_retrieval(retrieval)
             .with_registry(registry, identity);
