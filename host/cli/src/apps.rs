@@ -44,9 +44,11 @@ pub struct UpgradeArgs {
     /// The version to move installs to (default: the app's current version).
     #[arg(long, value_name = "VERSION")]
     target_version: Option<String>,
-    /// Only the installs of this tenant (default: every install of the app).
-    #[arg(long, value_name = "TENANT")]
-    tenant: Option<String>,
+    /// Only the installs of this tenant, as `<organization>/<tenant>` (a tenant id is unique
+    /// only within its organization), or of every tenant of one organization as
+    /// `<organization>/` (default: every install of the app).
+    #[arg(long, value_name = "ORGANIZATION/TENANT", value_parser = parse_tenant)]
+    tenant: Option<(String, Option<String>)>,
     /// Grant the target version's new scopes without the tenant's consent (your own dev
     /// tenant only).
     #[arg(long)]
@@ -158,13 +160,27 @@ pub fn run(args: &Args) -> ExitCode {
     })
 }
 
+/// `--tenant`'s value: `<organization>/<tenant>`, or `<organization>/` for all its tenants.
+fn parse_tenant(value: &str) -> Result<(String, Option<String>), String> {
+    match value.split_once('/') {
+        Some((org, tenant)) if !org.is_empty() && !tenant.contains('/') => Ok((
+            org.to_owned(),
+            (!tenant.is_empty()).then(|| tenant.to_owned()),
+        )),
+        _ => Err(format!(
+            "`{value}` is not <organization>/<tenant>: a tenant id is unique only within its organization (the organization is the `org_...` id `atrium upgrade` prints)"
+        )),
+    }
+}
+
 pub fn upgrade(args: &UpgradeArgs) -> ExitCode {
     crate::client::run("upgrade", async {
         check_slug(&args.slug)?;
         let client = Client::configured(&args.target)?;
         let body = ForcedUpgrade {
             target_version: args.target_version.clone(),
-            tenant: args.tenant.clone(),
+            organization: args.tenant.as_ref().map(|(org, _)| org.clone()),
+            tenant: args.tenant.as_ref().and_then(|(_, tenant)| tenant.clone()),
             force_grant_new_scopes: args.force_grant_new_scopes,
         };
         let run: UpgradeRun = client

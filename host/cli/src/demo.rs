@@ -425,9 +425,10 @@ impl Demo {
         {
             return Ok(false);
         }
+        let demo_tenant = atrium_store::TenantKey::new(&self.org_id, TENANT);
         let configured = self
-            .store
-            .integrations(&self.org_id, TENANT)
+            .registry
+            .integrations(&demo_tenant)
             .await
             .map_err(text)?;
         for provider in &manifest.required_integrations {
@@ -438,8 +439,8 @@ impl Demo {
             if atrium_manifest::rules::is_mail_provider(provider) {
                 config.insert("primary_email".into(), json!(DEMO_MAIL));
             }
-            self.store
-                .put_integration(&self.org_id, TENANT, provider, &config)
+            self.registry
+                .put_integration(&demo_tenant, provider, &config)
                 .await
                 .map_err(text)?;
         }

@@ -102,6 +102,17 @@ pub fn run(args: &Args) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+        // Integration configurations written before they were sealed are sealed now.
+        match registry.seal_plain_integrations().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                integrations = n,
+                "sealed integration configurations stored in clear"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "sealing the integration configurations stored in clear failed")
+            }
+        }
         let listener = match atrium_server::overload::listen(addr) {
             Ok(l) => l,
             Err(e) => {

@@ -30,6 +30,72 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 
 use crate::keyfile::{KEY_LEN, KeyFileError, read_or_create_key_file};
 
+/// Where a sealed value is stored: its associated data binds the ciphertext there, so a value
+/// copied into another row, app, tenant, organization or kind does not open. Every sealed
+/// value of the platform names its place with this one enum; the bytes each variant makes are
+/// part of the format of data at rest and never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sealed<'a> {
+    /// An app's dev-default secret, set by its developer.
+    AppSecret {
+        /// The app's slug.
+        app: &'a str,
+        /// The secret's key.
+        key: &'a str,
+    },
+    /// A secret-typed setting of an install.
+    InstallSetting {
+        /// The install.
+        install: &'a atrium_store::InstallKey,
+        /// The setting's id.
+        key: &'a str,
+    },
+    /// A tenant's override of an app secret, for its install.
+    SecretOverride {
+        /// The install.
+        install: &'a atrium_store::InstallKey,
+        /// The secret's key.
+        key: &'a str,
+    },
+    /// A tenant's integration configuration (a JSON object: credentials, addresses).
+    Integration {
+        /// The tenant.
+        tenant: &'a atrium_store::TenantKey,
+        /// The provider's slug.
+        provider: &'a str,
+    },
+}
+
+impl Sealed<'_> {
+    /// The associated data of this place.
+    #[must_use]
+    pub fn associated_data(&self) -> Vec<u8> {
+        let install = |i: &atrium_store::InstallKey, kind: atrium_store::InstallValueKind, key| {
+            format!(
+                "atrium-install\0{}\0{}\0{}\0{}\0{key}",
+                i.org_id,
+                i.tenant_id,
+                i.app_slug,
+                kind.as_str()
+            )
+        };
+        match self {
+            Sealed::AppSecret { app, key } => format!("atrium-secret\0{app}\0{key}"),
+            Sealed::InstallSetting { install: i, key } => {
+                install(i, atrium_store::InstallValueKind::Setting, key)
+            }
+            Sealed::SecretOverride { install: i, key } => {
+                install(i, atrium_store::InstallValueKind::Override, key)
+            }
+            Sealed::Integration { tenant, provider } => format!(
+                "atrium-integration\0{}\0{}\0{provider}",
+                tenant.org_id, tenant.tenant_id
+            ),
+        }
+        .into_bytes()
+    }
+}
+
 /// The environment variable that holds the secrets key, when the operator provides one.
 pub const SECRETS_KEY_ENV: &str = "ATRIUM_SECRETS_KEY";
 
@@ -71,6 +137,9 @@ pub enum SealError {
     /// The random generator or the cipher failed while sealing.
     #[error("sealing failed: {0}")]
     Seal(String),
+    /// A stored sealed text is not what sealing writes (not base64, or not UTF-8 inside).
+    #[error("{0}")]
+    Corrupt(String),
 }
 
 /// The key that seals and opens app secrets.
@@ -167,6 +236,21 @@ impl SecretsKey {
         Ok(out)
     }
 
+    /// Seals a text for `place` and answers it as base64, as the store keeps sealed values.
+    pub fn seal_text(&self, plaintext: &str, place: Sealed<'_>) -> Result<String, SealError> {
+        Ok(STANDARD.encode(self.seal(plaintext.as_bytes(), &place.associated_data())?))
+    }
+
+    /// Opens a text sealed by [`SecretsKey::seal_text`] for the same `place`.
+    pub fn open_text(&self, sealed: &str, place: Sealed<'_>) -> Result<String, SealError> {
+        let bytes = STANDARD
+            .decode(sealed)
+            .map_err(|e| SealError::Corrupt(format!("a sealed value is not base64: {e}")))?;
+        let plain = self.open(&bytes, &place.associated_data())?;
+        String::from_utf8(plain)
+            .map_err(|e| SealError::Corrupt(format!("a sealed value is not UTF-8: {e}")))
+    }
+
     /// Decrypts a value made by [`SecretsKey::seal`] with the same `aad`.
     ///
     /// # Errors
@@ -237,6 +321,53 @@ mod tests {
     #![allow(clippy::expect_used, clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn every_place_keeps_the_associated_data_values_at_rest_were_sealed_with() {
+        let install = atrium_store::InstallKey::new("org_1", "shop", "desk");
+        let tenant = install.tenant();
+        let cases: [(Sealed<'_>, &[u8]); 4] = [
+            (
+                Sealed::AppSecret {
+                    app: "desk",
+                    key: "STRIPE_KEY",
+                },
+                b"atrium-secret\0desk\0STRIPE_KEY",
+            ),
+            (
+                Sealed::InstallSetting {
+                    install: &install,
+                    key: "api_key",
+                },
+                b"atrium-install\0org_1\0shop\0desk\0setting\0api_key",
+            ),
+            (
+                Sealed::SecretOverride {
+                    install: &install,
+                    key: "STRIPE_KEY",
+                },
+                b"atrium-install\0org_1\0shop\0desk\0override\0STRIPE_KEY",
+            ),
+            (
+                Sealed::Integration {
+                    tenant: &tenant,
+                    provider: "gmail",
+                },
+                b"atrium-integration\0org_1\0shop\0gmail",
+            ),
+        ];
+        for (place, aad) in cases {
+            assert_eq!(place.associated_data(), aad, "{place:?}");
+        }
+        // A value sealed for one place opens there only.
+        let sealed = key().seal_text("v", cases[1].0).unwrap();
+        assert_eq!(key().open_text(&sealed, cases[1].0).unwrap(), "v");
+        assert!(key().open_text(&sealed, cases[2].0).is_err());
+        assert!(matches!(
+            key().open_text("not base64!", cases[1].0),
+            Err(SealError::Corrupt(_))
+        ));
+    }
     use crate::keyfile::{hex_encode, random_hex_key};
 
     fn key() -> SecretsKey {

@@ -132,6 +132,15 @@ impl ApiError {
         Self::new(StatusCode::FORBIDDEN, "permission_error", code, message)
     }
 
+    /// 503 `registry_unavailable`: this host runs without the app platform (`what` says
+    /// which part: the app registry, developer accounts).
+    pub fn registry_unavailable(what: &str) -> Self {
+        ApiError::unavailable(
+            "registry_unavailable",
+            format!("{what} is not configured on this host"),
+        )
+    }
+
     /// 409: the request contradicts what is stored.
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::client(StatusCode::CONFLICT, code, message)
@@ -348,12 +357,23 @@ pub async fn log_requests(request: Request, next: Next) -> Response {
     response
 }
 
+/// The store's errors: the client's mistakes (a rule broken, nothing found, a conflict, a
+/// refusal) keep their words; every fault of the host (the database, a corrupt row, an
+/// encoding or random-source failure) is a 500 whose details only the log gets.
 impl From<atrium_store::StoreError> for ApiError {
     fn from(error: atrium_store::StoreError) -> Self {
+        use atrium_store::StoreError as E;
         match error {
-            atrium_store::StoreError::Invalid(message) => ApiError::bad_request(message, None),
-            atrium_store::StoreError::NotFound(message) => ApiError::not_found(message),
-            other => ApiError::internal("the database failed", &other),
+            E::Invalid(message) => ApiError::bad_request(message, None),
+            E::NotFound(message) => ApiError::not_found(message),
+            E::Conflict(message) => ApiError::conflict("conflict", message),
+            E::Forbidden(message) => ApiError::forbidden("forbidden", message),
+            other @ (E::Corrupt(_) | E::Internal(_)) => {
+                ApiError::internal("the host failed", &other)
+            }
+            other @ (E::Open { .. } | E::Migrate(_) | E::Database(_)) => {
+                ApiError::internal("the database failed", &other)
+            }
         }
     }
 }

@@ -36,7 +36,7 @@ impl AppStatus {
             "draft" => Ok(AppStatus::Draft),
             "active" => Ok(AppStatus::Active),
             "archived" => Ok(AppStatus::Archived),
-            other => Err(StoreError::Invalid(format!(
+            other => Err(StoreError::Corrupt(format!(
                 "unknown app status `{other}` in the database"
             ))),
         }
@@ -65,7 +65,7 @@ impl VersionStatus {
         match s {
             "registered" => Ok(VersionStatus::Registered),
             "published" => Ok(VersionStatus::Published),
-            other => Err(StoreError::Invalid(format!(
+            other => Err(StoreError::Corrupt(format!(
                 "unknown version status `{other}` in the database"
             ))),
         }

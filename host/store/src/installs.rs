@@ -1,6 +1,6 @@
 //! Installs: a tenant's activation of an app version, with the scopes it granted, its
 //! settings, its knowledge bindings and its upgrade policy; the sealed values of an install;
-//! the tenant's integrations; cross-app grants; cloned document templates.
+//! cross-app grants; cloned document templates.
 //!
 //! An activation is written in one transaction: the install row, its sealed settings, the
 //! grants of its cross-app dependencies (merged, never weakened) and the templates cloned once
@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use sqlx::Row;
 
 use crate::changes::Change;
-use crate::{Result, Store, StoreError, now_millis, on_pool};
+use crate::{InstallValueKind, Result, Store, StoreError, now_millis, on_pool};
 
 /// Whether an install runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,14 +147,44 @@ const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, granted_sco
      rag_bindings, upgrade_policy, pending_version, activated_by, first_activated_at, \
      activated_at, deactivated_at, updated_at";
 
-fn json_list(text: &str) -> Result<Vec<String>> {
+/// The tables whose rows belong to one install (keyed by `org_id`, `tenant_id`, `app_slug`),
+/// the install's own row last: removing an install deletes from each. A test holds this list
+/// to the schema, with [`OUTLIVE_THE_INSTALL`]: a table keyed by an install that is in
+/// neither fails it.
+pub(crate) const INSTALL_TABLES: [&str; 5] = [
+    "install_secrets",
+    "app_records",
+    "install_agents",
+    "install_workflows",
+    "installs",
+];
+
+/// The tables keyed by an install's columns whose rows outlive the install, and why (read by
+/// the test that holds [`INSTALL_TABLES`] to the schema).
+#[cfg(test)]
+pub(crate) const OUTLIVE_THE_INSTALL: [(&str, &str); 3] = [
+    (
+        "usage_records",
+        "usage is billed to the tenant whatever becomes of the install",
+    ),
+    (
+        "schedule_runs",
+        "the claims of past schedule runs, so that a minute never runs twice",
+    ),
+    (
+        "tenant_templates",
+        "a template cloned from the app is the tenant's own document from then on",
+    ),
+];
+
+pub(crate) fn json_list(text: &str) -> Result<Vec<String>> {
     serde_json::from_str(text)
-        .map_err(|e| StoreError::Invalid(format!("a stored list is not JSON: {e}")))
+        .map_err(|e| StoreError::Corrupt(format!("a stored list is not JSON: {e}")))
 }
 
 pub(crate) fn json_object(text: &str) -> Result<Map<String, Value>> {
     serde_json::from_str(text)
-        .map_err(|e| StoreError::Invalid(format!("a stored object is not JSON: {e}")))
+        .map_err(|e| StoreError::Corrupt(format!("a stored object is not JSON: {e}")))
 }
 
 fn install_from<R: Row>(row: &R) -> Result<Install>
@@ -193,7 +223,7 @@ where
 
 pub(crate) fn to_json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string(value)
-        .map_err(|e| StoreError::Invalid(format!("cannot encode a value as JSON: {e}")))
+        .map_err(|e| StoreError::Internal(format!("cannot encode a value as JSON: {e}")))
 }
 
 impl Store {
@@ -350,13 +380,13 @@ impl Store {
         org_id: &str,
         tenant_id: &str,
         app_slug: &str,
-        kind: &str,
+        kind: InstallValueKind,
     ) -> Result<Vec<String>> {
         on_pool!(self, pool => {
             Ok(sqlx::query(
                 "SELECT key FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 ORDER BY key",
             )
-            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind)
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind.as_str())
             .fetch_all(pool)
             .await?
             .iter()
@@ -371,13 +401,13 @@ impl Store {
         org_id: &str,
         tenant_id: &str,
         app_slug: &str,
-        kind: &str,
+        kind: InstallValueKind,
     ) -> Result<Vec<(String, String)>> {
         on_pool!(self, pool => {
             Ok(sqlx::query(
                 "SELECT key, sealed FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 ORDER BY key",
             )
-            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind)
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind.as_str())
             .fetch_all(pool)
             .await?
             .iter()
@@ -392,14 +422,14 @@ impl Store {
         org_id: &str,
         tenant_id: &str,
         app_slug: &str,
-        kind: &str,
+        kind: InstallValueKind,
         key: &str,
     ) -> Result<Option<String>> {
         on_pool!(self, pool => {
             let row = sqlx::query(
                 "SELECT sealed FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
             )
-            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key)
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind.as_str()).bind(key)
             .fetch_optional(pool).await?;
             Ok(row.map(|r| r.try_get("sealed")).transpose()?)
         })
@@ -454,7 +484,7 @@ impl Store {
         org_id: &str,
         tenant_id: &str,
         app_slug: &str,
-        kind: &str,
+        kind: InstallValueKind,
         key: &str,
         sealed: &str,
     ) -> Result<bool> {
@@ -465,7 +495,7 @@ impl Store {
             let existed = sqlx::query(
                 "SELECT 1 FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
             )
-            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key)
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind.as_str()).bind(key)
             .fetch_optional(&mut *tx).await?.is_some();
             sqlx::query(
                 "INSERT INTO install_secrets (org_id, tenant_id, app_slug, kind, key, sealed, created_at, updated_at) \
@@ -473,7 +503,7 @@ impl Store {
                  ON CONFLICT (org_id, tenant_id, app_slug, kind, key) DO UPDATE SET \
                    sealed = excluded.sealed, updated_at = excluded.updated_at",
             )
-            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key).bind(sealed).bind(now)
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind.as_str()).bind(key).bind(sealed).bind(now)
             .execute(&mut *tx).await?;
             crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             tx.commit().await?;
@@ -488,7 +518,7 @@ impl Store {
         org_id: &str,
         tenant_id: &str,
         app_slug: &str,
-        kind: &str,
+        kind: InstallValueKind,
         key: &str,
     ) -> Result<bool> {
         let change = Change::install(org_id, tenant_id, app_slug);
@@ -497,7 +527,7 @@ impl Store {
             let deleted = sqlx::query(
                 "DELETE FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
             )
-            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind).bind(key)
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(kind.as_str()).bind(key)
             .execute(&mut *tx).await?.rows_affected() == 1;
             if deleted {
                 crate::changes::record_changes!(tx, std::slice::from_ref(&change));
@@ -511,8 +541,8 @@ impl Store {
         Ok(deleted)
     }
 
-    /// Removes an install with its sealed values and records: what a first activation whose
-    /// `on_install` failed leaves behind is nothing.
+    /// Removes an install with everything it owns ([`INSTALL_TABLES`]): what a first
+    /// activation whose `on_install` failed leaves behind is nothing.
     pub async fn remove_install(
         &self,
         org_id: &str,
@@ -522,7 +552,7 @@ impl Store {
         let change = Change::install(org_id, tenant_id, app_slug);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
-            for table in ["install_secrets", "app_records", "install_agents", "install_workflows", "installs"] {
+            for table in INSTALL_TABLES {
                 sqlx::query(&format!("DELETE FROM {table} WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3"))
                     .bind(org_id).bind(tenant_id).bind(app_slug)
                     .execute(&mut *tx).await?;
@@ -610,115 +640,45 @@ impl Store {
             rows.iter().map(install_from).collect()
         })
     }
+}
 
-    /// Sets (or replaces) the configuration of one of a tenant's integrations.
-    pub async fn put_integration(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        provider: &str,
-        config: &Map<String, Value>,
-    ) -> Result<bool> {
-        crate::check_tenant_id(tenant_id)?;
-        self.ensure_tenant(org_id, tenant_id).await?;
-        let now = now_millis();
-        let config = to_json(config)?;
-        on_pool!(self, pool => {
-            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
-            let existed = sqlx::query("SELECT 1 FROM tenant_integrations WHERE org_id = $1 AND tenant_id = $2 AND provider = $3")
-                .bind(org_id).bind(tenant_id).bind(provider).fetch_optional(&mut *tx).await?.is_some();
-            sqlx::query(
-                "INSERT INTO tenant_integrations (org_id, tenant_id, provider, config, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (org_id, tenant_id, provider) DO UPDATE SET \
-                   config = excluded.config, updated_at = excluded.updated_at",
-            )
-            .bind(org_id).bind(tenant_id).bind(provider).bind(&config).bind(now)
-            .execute(&mut *tx).await?;
-            tx.commit().await?;
-            Ok(!existed)
-        })
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// A tenant's integrations: provider to configuration.
-    pub async fn integrations(&self, org_id: &str, tenant_id: &str) -> Result<Map<String, Value>> {
-        on_pool!(self, pool => {
-            let rows = sqlx::query("SELECT provider, config FROM tenant_integrations WHERE org_id = $1 AND tenant_id = $2 ORDER BY provider")
-                .bind(org_id).bind(tenant_id).fetch_all(pool).await?;
-            let mut out = Map::new();
-            for row in &rows {
-                let config: String = row.try_get("config")?;
-                out.insert(row.try_get("provider")?, Value::Object(json_object(&config)?));
-            }
-            Ok(out)
-        })
-    }
-
-    /// The template slugs a tenant has, with the app each was cloned from.
-    pub async fn tenant_templates(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-    ) -> Result<Vec<(String, Option<String>)>> {
-        on_pool!(self, pool => {
-            let rows = sqlx::query("SELECT slug, app_slug FROM tenant_templates WHERE org_id = $1 AND tenant_id = $2 ORDER BY slug")
-                .bind(org_id).bind(tenant_id).fetch_all(pool).await?;
-            rows.iter().map(|r| Ok((r.try_get("slug")?, r.try_get("app_slug")?))).collect()
-        })
-    }
-
-    /// The grant from `caller` to `callee` in a tenant: allowed agents and whether both sides
-    /// approved and it is not revoked.
-    pub async fn grant(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        caller: &str,
-        callee: &str,
-    ) -> Result<Option<(Vec<String>, bool)>> {
-        on_pool!(self, pool => {
-            let row = sqlx::query(
-                "SELECT allowed_agents, caller_approved_at, callee_approved_at, revoked_at FROM grants \
-                 WHERE org_id = $1 AND tenant_id = $2 AND caller_app = $3 AND callee_app = $4",
-            )
-            .bind(org_id).bind(tenant_id).bind(caller).bind(callee)
-            .fetch_optional(pool).await?;
-            match row {
-                None => Ok(None),
-                Some(row) => {
-                    let agents = json_list(&row.try_get::<String, _>("allowed_agents")?)?;
-                    let caller_at: Option<i64> = row.try_get("caller_approved_at")?;
-                    let callee_at: Option<i64> = row.try_get("callee_approved_at")?;
-                    let revoked: Option<i64> = row.try_get("revoked_at")?;
-                    Ok(Some((agents, caller_at.is_some() && callee_at.is_some() && revoked.is_none())))
-                }
-            }
-        })
-    }
-
-    /// The apps new installs can get: active apps with their current version, by slug.
-    pub async fn catalogue(&self) -> Result<Vec<(crate::App, crate::AppVersion)>> {
-        let slugs: Vec<String> = on_pool!(self, pool => {
-            sqlx::query(
-                "SELECT slug FROM apps WHERE status = 'active' AND current_version IS NOT NULL ORDER BY slug",
-            )
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(|row| row.try_get("slug"))
-            .collect::<Result<_, sqlx::Error>>()?
-        });
-        let mut out = Vec::with_capacity(slugs.len());
-        for slug in slugs {
-            let Some(app) = self.app(&slug).await? else {
-                continue;
-            };
-            let Some(current) = app.current_version.clone() else {
-                continue;
-            };
-            if let Some(version) = self.version(&slug, &current).await? {
-                out.push((app, version));
-            }
+    #[tokio::test]
+    async fn every_table_keyed_by_an_install_is_removed_with_it_or_said_to_outlive_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let crate::Pool::Sqlite(pool) = &store.pool else {
+            panic!("a SQLite store");
+        };
+        let keyed: Vec<String> = sqlx::query_scalar(
+            "SELECT m.name FROM sqlite_master m WHERE m.type = 'table' \
+             AND (SELECT COUNT(*) FROM pragma_table_info(m.name) p \
+                  WHERE p.name IN ('org_id', 'tenant_id', 'app_slug')) = 3 \
+             ORDER BY m.name",
+        )
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        assert!(keyed.contains(&"installs".to_owned()), "{keyed:?}");
+        for table in &keyed {
+            assert!(
+                INSTALL_TABLES.contains(&table.as_str())
+                    || OUTLIVE_THE_INSTALL.iter().any(|(t, _)| t == table),
+                "table `{table}` is keyed by an install: add it to INSTALL_TABLES (removed with \
+                 the install) or to OUTLIVE_THE_INSTALL with the reason"
+            );
         }
-        Ok(out)
+        for table in INSTALL_TABLES
+            .iter()
+            .chain(OUTLIVE_THE_INSTALL.iter().map(|(t, _)| t))
+        {
+            assert!(
+                keyed.iter().any(|k| k == table),
+                "`{table}` is not in the schema"
+            );
+        }
     }
 }

@@ -17,10 +17,14 @@
 
 mod apps;
 mod batches;
+mod catalogue;
 mod changes;
 mod developers;
+mod grants;
+mod ids;
 mod install_edits;
 mod installs;
+mod integrations;
 mod keys;
 mod meter;
 mod public_routes;
@@ -28,6 +32,7 @@ mod rag;
 mod records;
 mod schedules;
 mod secrets;
+mod templates;
 mod tenant_tokens;
 mod tenants;
 mod usage;
@@ -45,11 +50,11 @@ pub use apps::{
     App, AppStatus, AppVersion, FileRole, NewVersion, Registered, VersionFile, VersionStatus,
 };
 pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
-pub use changes::{
-    Affected, Cache, Change, ChangeFeed, ChangeWatcher, POLL_INTERVAL, STALE_AFTER,
-};
+pub use changes::{Affected, Cache, Change, ChangeFeed, ChangeWatcher, POLL_INTERVAL, STALE_AFTER};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
+pub use ids::{InstallKey, InstallValueKind, TenantKey};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
+pub use integrations::StoredIntegration;
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
 pub use meter::{Backlog, Metering, MeteringWriter};
@@ -83,9 +88,18 @@ pub enum StoreError {
     /// A query failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
-    /// The input breaks a rule.
+    /// The client's input breaks a rule (a 400 at the API): the message names the field and
+    /// the rule.
     #[error("{0}")]
     Invalid(String),
+    /// A stored row is not what the schema allows (an unknown status, a column that is not
+    /// JSON): a fault of the host's data, never of the request (a 500 with an error id).
+    #[error("a stored row is corrupt: {0}")]
+    Corrupt(String),
+    /// The host failed on its own side outside the database: a value that does not encode, the
+    /// operating system's random source (a 500 with an error id).
+    #[error("{0}")]
+    Internal(String),
     /// The thing asked for does not exist.
     #[error("{0}")]
     NotFound(String),
@@ -296,7 +310,7 @@ pub(crate) fn now_millis() -> i64 {
 pub(crate) fn random_hex(bytes: usize) -> Result<String> {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).map_err(|e| {
-        StoreError::Invalid(format!("the operating system's random source failed: {e}"))
+        StoreError::Internal(format!("the operating system's random source failed: {e}"))
     })?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -38,7 +38,7 @@ where
         id: row.try_get("id")?,
         record_type: row.try_get("record_type")?,
         data: serde_json::from_str(&data)
-            .map_err(|e| StoreError::Invalid(format!("a stored record is not JSON: {e}")))?,
+            .map_err(|e| StoreError::Corrupt(format!("a stored record is not JSON: {e}")))?,
     })
 }
 
@@ -53,7 +53,7 @@ impl Store {
     ) -> Result<()> {
         let now = now_millis();
         let text = serde_json::to_string(data)
-            .map_err(|e| StoreError::Invalid(format!("cannot encode the record: {e}")))?;
+            .map_err(|e| StoreError::Internal(format!("cannot encode the record: {e}")))?;
         on_pool!(self, pool => {
             sqlx::query(
                 "INSERT INTO app_records (org_id, tenant_id, app_slug, id, record_type, data, created_at, updated_at) \

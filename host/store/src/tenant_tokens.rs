@@ -140,7 +140,7 @@ pub fn check_display_name(name: &str) -> Result<()> {
 fn random_uuid() -> Result<String> {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).map_err(|e| {
-        StoreError::Invalid(format!("the operating system's random source failed: {e}"))
+        StoreError::Internal(format!("the operating system's random source failed: {e}"))
     })?;
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
@@ -157,7 +157,7 @@ fn random_uuid() -> Result<String> {
 
 fn role_of(name: &str) -> Result<TenantRole> {
     TenantRole::parse(name).ok_or_else(|| {
-        StoreError::Invalid(format!(
+        StoreError::Corrupt(format!(
             "unknown tenant token role `{name}` in the database"
         ))
     })

@@ -231,6 +231,7 @@ fn developer_commands_work_against_a_running_host() {
     let out = atrium.run(here, &["whoami", "--json"], &[]);
     exits(&out, 0);
     let me: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dev_tenant = format!("{}/ada-dev", me["tenant"]["organization"].as_str().unwrap());
     assert_eq!(
         (me["login"].as_str(), me["tenant"]["tenant"].as_str()),
         (Some("ada"), Some("ada-dev"))
@@ -452,7 +453,7 @@ fn developer_commands_work_against_a_running_host() {
             "--target-version",
             "1.1.0",
             "--tenant",
-            "ada-dev",
+            &dev_tenant,
             "--json",
         ],
         &[],
@@ -725,9 +726,21 @@ fn developer_commands_work_against_a_running_host() {
         (200, Some("0.1.0")),
         "{body}"
     );
+    // A tenant id alone is ambiguous across organizations: the tool asks for both.
     let out = atrium.run(
         here,
         &["upgrade", "greeter-app", "--tenant", "ada-dev"],
+        &[],
+    );
+    exits(&out, 1);
+    assert!(
+        stderr(&out).contains("<organization>/<tenant>"),
+        "{}",
+        stderr(&out)
+    );
+    let out = atrium.run(
+        here,
+        &["upgrade", "greeter-app", "--tenant", &dev_tenant],
         &[],
     );
     exits(&out, 0);

@@ -9,12 +9,14 @@
 //! per (tenant, slug).
 
 use atrium_manifest::{AutoDefault, InstallSetting, Manifest, SettingType};
-use atrium_store::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
-use base64::Engine;
+use atrium_store::{
+    Activation, Install, InstallStatus, InstallValueKind, NewGrant, NewTemplate, UpgradePolicy,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Registry, RegistryError, Result};
+use crate::sealing::Sealed;
 
 /// Who activates: the tenant (of an organization) and the acting user.
 #[derive(Debug, Clone)]
@@ -25,6 +27,14 @@ pub struct TenantRef {
     pub tenant_id: String,
     /// The acting user, when known (fills `auto_default: activator_user_id`).
     pub user_id: Option<String>,
+}
+
+impl TenantRef {
+    /// The tenant, without the acting user.
+    #[must_use]
+    pub fn key(&self) -> atrium_store::TenantKey {
+        atrium_store::TenantKey::new(&self.org_id, &self.tenant_id)
+    }
 }
 
 /// The body of `POST /api/installs/{app}/activate`.
@@ -72,15 +82,6 @@ fn outcome(outcome: &'static str, message: String, names: Vec<String>) -> Regist
         message,
         names,
     }
-}
-
-/// Associated data of a sealed install value.
-pub(crate) fn install_aad(t: &TenantRef, app: &str, kind: &str, key: &str) -> Vec<u8> {
-    format!(
-        "atrium-install\0{}\0{}\0{app}\0{kind}\0{key}",
-        t.org_id, t.tenant_id
-    )
-    .into_bytes()
 }
 
 impl Registry {
@@ -132,9 +133,7 @@ impl Registry {
             (None, None) => UpgradePolicy::Manual,
         };
         let granted = self.check_scopes(&manifest, request, existing.as_ref())?;
-        let integrations = store
-            .integrations(&tenant.org_id, &tenant.tenant_id)
-            .await?;
+        let integrations = self.integrations(&tenant.key()).await?;
         let missing_integrations: Vec<String> = manifest
             .required_integrations
             .iter()
@@ -154,7 +153,12 @@ impl Registry {
         let sealed_keys = match &existing {
             Some(_) => {
                 store
-                    .install_secret_keys(&tenant.org_id, &tenant.tenant_id, app_slug, "setting")
+                    .install_secret_keys(
+                        &tenant.org_id,
+                        &tenant.tenant_id,
+                        app_slug,
+                        InstallValueKind::Setting,
+                    )
                     .await?
             }
             None => Vec::new(),
@@ -290,23 +294,17 @@ impl Registry {
         sealed_keys: &[String],
         integrations: &Map<String, Value>,
     ) -> Result<CheckedSettings> {
-        let unknown: Vec<String> = request
-            .settings
-            .keys()
-            .filter(|k| !manifest.install_settings.iter().any(|s| &s.id == *k))
-            .cloned()
-            .collect();
-        if !unknown.is_empty() {
-            return Err(outcome(
-                "invalid_settings",
-                format!("`{app_slug}` declares no setting {}", unknown.join(", ")),
-                unknown,
-            ));
-        }
         let mut settings = Map::new();
         let mut secrets = Vec::new();
         let mut missing = Vec::new();
-        let mut invalid = Vec::new();
+        // Everything at fault is named at once: settings the app does not declare, then the
+        // declared ones whose values break their rules.
+        let mut invalid: Vec<String> = request
+            .settings
+            .keys()
+            .filter(|k| !manifest.install_settings.iter().any(|s| &s.id == *k))
+            .map(|k| format!("{k}: `{app_slug}` declares no such setting"))
+            .collect();
         for setting in &manifest.install_settings {
             let given = request
                 .settings
@@ -341,14 +339,15 @@ impl Registry {
             }
             if setting.kind == SettingType::Secret {
                 let text = value.as_str().unwrap_or_default();
-                let sealed = self.inner.secrets.seal(
-                    text.as_bytes(),
-                    &install_aad(tenant, app_slug, "setting", &setting.id),
+                let install = tenant.key().install(app_slug);
+                let sealed = self.inner.secrets.seal_text(
+                    text,
+                    Sealed::InstallSetting {
+                        install: &install,
+                        key: &setting.id,
+                    },
                 )?;
-                secrets.push((
-                    setting.id.clone(),
-                    base64::engine::general_purpose::STANDARD.encode(sealed),
-                ));
+                secrets.push((setting.id.clone(), sealed));
             } else {
                 settings.insert(setting.id.clone(), value);
             }
@@ -458,11 +457,14 @@ impl Registry {
         let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
         let sealed_keys = store
-            .install_secret_keys(&tenant.org_id, &tenant.tenant_id, app_slug, "setting")
+            .install_secret_keys(
+                &tenant.org_id,
+                &tenant.tenant_id,
+                app_slug,
+                InstallValueKind::Setting,
+            )
             .await?;
-        let integrations = store
-            .integrations(&tenant.org_id, &tenant.tenant_id)
-            .await?;
+        let integrations = self.integrations(&tenant.key()).await?;
         let request = ActivateRequest {
             settings: settings.clone(),
             ..ActivateRequest::default()
@@ -508,17 +510,20 @@ impl Registry {
         }
         let store = &self.inner.store;
         self.tenant_install(tenant, app_slug).await?;
-        let sealed = self.inner.secrets.seal(
-            value.as_bytes(),
-            &install_aad(tenant, app_slug, "override", key),
+        let install = tenant.key().install(app_slug);
+        let sealed = self.inner.secrets.seal_text(
+            value,
+            Sealed::SecretOverride {
+                install: &install,
+                key,
+            },
         )?;
-        let sealed = base64::engine::general_purpose::STANDARD.encode(sealed);
         Ok(store
             .put_install_value(
                 &tenant.org_id,
                 &tenant.tenant_id,
                 app_slug,
-                "override",
+                InstallValueKind::Override,
                 key,
                 &sealed,
             )
@@ -536,7 +541,13 @@ impl Registry {
         if self
             .inner
             .store
-            .delete_install_value(&tenant.org_id, &tenant.tenant_id, app_slug, "override", key)
+            .delete_install_value(
+                &tenant.org_id,
+                &tenant.tenant_id,
+                app_slug,
+                InstallValueKind::Override,
+                key,
+            )
             .await?
         {
             Ok(())

@@ -11,6 +11,7 @@ mod agents;
 mod bundle;
 mod errors;
 mod installs;
+mod integrations;
 mod preflight;
 mod secrets;
 mod upgrades;
@@ -28,8 +29,8 @@ use sha2::{Digest, Sha256};
 pub use agents::{AgentEdit, InstalledAgent, InstalledWorkflow, WorkflowOverride};
 pub use bundle::{BUNDLE_ARCHIVE_BYTES, BUNDLE_LIMITS, BundleUpload};
 pub use errors::RegistryError;
-pub(crate) use installs::install_aad;
 pub use installs::{ActivateRequest, Activated, TenantRef};
+pub use integrations::MAX_PROVIDER_CHARS;
 pub use preflight::{PreflightFile, PreflightRequest};
 pub use upgrades::{ForcedUpgrade, UpgradeOutcome};
 
@@ -138,9 +139,9 @@ impl Registry {
         &self.inner.runtime
     }
 
-    /// Opens a value sealed with the host's secrets key.
-    pub(crate) fn open_sealed(&self, sealed: &[u8], aad: &[u8]) -> Result<Vec<u8>> {
-        Ok(self.inner.secrets.open(sealed, aad)?)
+    /// The host's secrets key, which seals every value the platform keeps secret.
+    pub(crate) fn secrets_key(&self) -> &SecretsKey {
+        &self.inner.secrets
     }
 
     /// The app `slug` when `developer` owns it: 404 when there is none, 403 when another

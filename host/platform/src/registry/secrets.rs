@@ -2,20 +2,14 @@
 //! rest. The value is never answered after it is set; apps read it through the secrets import.
 
 use atrium_store::{Developer, SecretMeta};
-use base64::Engine;
 
 use super::{Registry, RegistryError, Result};
+use crate::sealing::Sealed;
 
 /// The largest secret value, in bytes.
 pub const MAX_SECRET_BYTES: usize = 64 * 1024;
 /// The longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 500;
-
-/// The associated data that binds a sealed value to its app and key: a value copied into
-/// another row does not open.
-fn associated_data(slug: &str, key: &str) -> Vec<u8> {
-    format!("atrium-secret\0{slug}\0{key}").into_bytes()
-}
 
 pub(crate) fn check_key(key: &str) -> Result<()> {
     if atrium_manifest::rules::is_secret_key(key) {
@@ -60,8 +54,7 @@ impl Registry {
         let sealed = self
             .inner
             .secrets
-            .seal(value.as_bytes(), &associated_data(slug, key))?;
-        let sealed = base64::engine::general_purpose::STANDARD.encode(sealed);
+            .seal_text(value, Sealed::AppSecret { app: slug, key })?;
         Ok(self
             .inner
             .store
@@ -105,15 +98,7 @@ impl Registry {
         let Some(sealed) = self.inner.store.sealed_secret(slug, key).await? else {
             return Ok(None);
         };
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(sealed)
-            .map_err(|e| RegistryError::internal("a sealed secret is not base64", &e))?;
-        let plain = self
-            .inner
-            .secrets
-            .open(&bytes, &associated_data(slug, key))?;
-        String::from_utf8(plain)
-            .map(Some)
-            .map_err(|e| RegistryError::internal("a secret is not UTF-8", &e))
+        let place = Sealed::AppSecret { app: slug, key };
+        Ok(Some(self.inner.secrets.open_text(&sealed, place)?))
     }
 }

@@ -33,7 +33,11 @@ pub struct ForcedUpgrade {
     /// The version to move installs to (default: the app's current version).
     #[serde(default)]
     pub target_version: Option<String>,
-    /// Only this tenant id (in any organization); default: every install.
+    /// Only the installs of this organization (`org_...`, as the outcomes name it); needed
+    /// with `tenant`, since a tenant id is unique only within its organization.
+    #[serde(default)]
+    pub organization: Option<String>,
+    /// Only this tenant of `organization`; default: every install.
     #[serde(default)]
     pub tenant: Option<String>,
     /// Grant the target's new scopes without the tenant's consent: the developer's dev tenant
@@ -93,6 +97,14 @@ impl Registry {
                 "version {target} of `{app_slug}` was never promoted; promote it before upgrading installs to it"
             )));
         }
+        if let (Some(tenant), None) = (&request.tenant, &request.organization) {
+            return Err(RegistryError::BadRequest {
+                param: "organization",
+                message: format!(
+                    "name the organization of tenant `{tenant}` too: a tenant id is unique only within its organization"
+                ),
+            });
+        }
         let dev_tenant = developer.dev_tenant.clone();
         if request.force_grant_new_scopes {
             let Some((org, tenant)) = &dev_tenant else {
@@ -101,7 +113,9 @@ impl Registry {
                         .into(),
                 ));
             };
-            if request.tenant.as_deref().is_some_and(|t| t != tenant) {
+            let names_other = request.tenant.as_deref().is_some_and(|t| t != tenant)
+                || request.organization.as_deref().is_some_and(|o| o != org);
+            if names_other {
                 return Err(RegistryError::Forbidden(format!(
                     "force_grant_new_scopes is for dev tenants only; the developer's dev tenant is `{tenant}` of {org}"
                 )));
@@ -110,11 +124,15 @@ impl Registry {
         let manifest = self.manifest_of(app_slug, &target).await?;
         let mut outcomes = Vec::new();
         for install in self.inner.store.installs_of_app(app_slug).await? {
-            if request
+            let other_org = request
+                .organization
+                .as_deref()
+                .is_some_and(|o| o != install.org_id);
+            let other_tenant = request
                 .tenant
                 .as_deref()
-                .is_some_and(|t| t != install.tenant_id)
-            {
+                .is_some_and(|t| t != install.tenant_id);
+            if other_org || other_tenant {
                 continue;
             }
             let is_dev = dev_tenant.as_ref().is_some_and(|(org, tenant)| {

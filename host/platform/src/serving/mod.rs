@@ -13,8 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use atrium_runtime::{App, CallError, Caller, Invocation, Runtime};
-use atrium_store::{Install, InstallStatus};
-use base64::Engine;
+use atrium_store::{Install, InstallStatus, InstallValueKind};
 use serde_json::Value;
 
 pub use lifecycle::HookOutcome;
@@ -23,6 +22,7 @@ pub use schedules::{ScheduledRun, Schedules};
 pub use tools::{PlatformTool, TOOLS};
 
 use crate::registry::{Registry, RegistryError, TenantRef};
+use crate::sealing::Sealed;
 
 /// How many versions stay loaded by default.
 pub const DEFAULT_LOADED_VERSIONS: usize = 256;
@@ -291,7 +291,7 @@ impl Serving {
             .any(|s| s.kind == atrium_manifest::SettingType::Secret);
         if has_secrets {
             for (key, value) in registry
-                .open_install_values(tenant, &install.app_slug, "setting")
+                .open_install_values(tenant, &install.app_slug, InstallValueKind::Setting)
                 .await?
             {
                 settings.insert(key, Value::String(value));
@@ -418,16 +418,17 @@ impl Registry {
         &self,
         tenant: &TenantRef,
         app_slug: &str,
-        kind: &str,
+        kind: InstallValueKind,
     ) -> Result<Vec<(String, String)>, RegistryError> {
         let sealed = self
             .store()
             .sealed_install_values(&tenant.org_id, &tenant.tenant_id, app_slug, kind)
             .await?;
+        let install = tenant.key().install(app_slug);
         sealed
             .into_iter()
             .map(|(key, sealed)| {
-                let value = self.open_install_sealed(tenant, app_slug, kind, &key, &sealed)?;
+                let value = self.open_install_sealed(&install, kind, &key, &sealed)?;
                 Ok((key, value))
             })
             .collect()
@@ -435,21 +436,16 @@ impl Registry {
 
     fn open_install_sealed(
         &self,
-        tenant: &TenantRef,
-        app_slug: &str,
-        kind: &str,
+        install: &atrium_store::InstallKey,
+        kind: InstallValueKind,
         key: &str,
         sealed: &str,
     ) -> Result<String, RegistryError> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(sealed)
-            .map_err(|e| RegistryError::internal("a sealed value is not base64", &e))?;
-        let plain = self.open_sealed(
-            &bytes,
-            &crate::registry::install_aad(tenant, app_slug, kind, key),
-        )?;
-        String::from_utf8(plain)
-            .map_err(|e| RegistryError::internal("a sealed value is not UTF-8", &e))
+        let place = match kind {
+            InstallValueKind::Setting => Sealed::InstallSetting { install, key },
+            InstallValueKind::Override => Sealed::SecretOverride { install, key },
+        };
+        Ok(self.secrets_key().open_text(sealed, place)?)
     }
 
     /// Opens a sealed value of an install.
@@ -457,7 +453,7 @@ impl Registry {
         &self,
         tenant: &TenantRef,
         app_slug: &str,
-        kind: &str,
+        kind: InstallValueKind,
         key: &str,
     ) -> Result<Option<String>, RegistryError> {
         let Some(sealed) = self
@@ -467,7 +463,8 @@ impl Registry {
         else {
             return Ok(None);
         };
-        self.open_install_sealed(tenant, app_slug, kind, key, &sealed)
+        let install = tenant.key().install(app_slug);
+        self.open_install_sealed(&install, kind, key, &sealed)
             .map(Some)
     }
 }

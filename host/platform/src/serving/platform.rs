@@ -78,7 +78,12 @@ impl Platform for InstallPlatform {
         // The tenant's override wins over the developer's default; a failure reads as unset.
         match self
             .registry
-            .open_install_value(&self.tenant, &self.app_slug, "override", key)
+            .open_install_value(
+                &self.tenant,
+                &self.app_slug,
+                atrium_store::InstallValueKind::Override,
+                key,
+            )
             .await
         {
             Ok(Some(value)) => return Some(value),

@@ -29,12 +29,7 @@ impl FromRequestParts<HostState> for Dev {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &HostState) -> Result<Self, ApiError> {
-        let identity = state.identity.as_ref().ok_or_else(|| {
-            ApiError::unavailable(
-                "registry_unavailable",
-                "developer accounts are not configured on this host",
-            )
-        })?;
+        let identity = state.identity()?;
         let token = bearer(parts)?;
         let developer = match identity.verify(token).await? {
             Verified::Local { developer_id, .. } => {

@@ -150,6 +150,9 @@ pub struct InstallView {
     pub activated_at: String,
     /// Last deactivation, while inactive.
     pub deactivated_at: Option<String>,
+    /// The tenant's templates cloned from this app's template defaults (once per slug, at an
+    /// activation), by slug.
+    pub templates: Vec<String>,
 }
 
 async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiError> {
@@ -159,9 +162,17 @@ async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiErr
             &install.org_id,
             &install.tenant_id,
             &install.app_slug,
-            "setting",
+            atrium_store::InstallValueKind::Setting,
         )
         .await?;
+    let templates = state
+        .store
+        .tenant_templates(&install.org_id, &install.tenant_id)
+        .await?
+        .into_iter()
+        .filter(|(_, app)| app.as_deref() == Some(install.app_slug.as_str()))
+        .map(|(slug, _)| slug)
+        .collect();
     Ok(InstallView {
         app: install.app_slug,
         version: install.version,
@@ -176,27 +187,18 @@ async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiErr
         first_activated_at: time(install.first_activated_at),
         activated_at: time(install.activated_at),
         deactivated_at: install.deactivated_at.map(time),
+        templates,
     })
 }
 
-/// `POST /api/installs/{app}/activate`.
-#[derive(Debug, Serialize)]
-pub struct ActivatedView {
-    /// The install.
-    pub install: InstallView,
-    /// Its first activation (`on_install` ran).
-    pub first_activation: bool,
-    /// Template slugs of the version, cloned for the tenant once.
-    pub templates: Vec<String>,
-}
-
-/// Activates an app for the caller's tenant: 201 on its first activation, 200 after.
+/// Activates an app for the caller's tenant: the install, 201 on its first activation (its
+/// `on_install` ran), 200 after. Like every answer about one install, the install itself.
 pub async fn activate(
     State(state): State<HostState>,
     TenantAdmin(tenant): TenantAdmin,
     Path(app): Path<String>,
     JsonBody(request): JsonBody<ActivateRequest>,
-) -> Result<(StatusCode, Json<ActivatedView>), ApiError> {
+) -> Result<(StatusCode, Json<InstallView>), ApiError> {
     let who = who(&tenant);
     let activated = registry(&state)?.activate(&who, &app, &request).await?;
     serving(&state)?
@@ -207,14 +209,7 @@ pub async fn activate(
     } else {
         StatusCode::OK
     };
-    Ok((
-        status,
-        Json(ActivatedView {
-            install: view(&state, activated.install).await?,
-            first_activation: activated.first,
-            templates: activated.templates,
-        }),
-    ))
+    Ok((status, Json(view(&state, activated.install).await?)))
 }
 
 /// Deactivates an install.
@@ -302,15 +297,8 @@ pub async fn put_integration(
     Path(provider): Path<String>,
     JsonBody(body): JsonBody<PutIntegration>,
 ) -> Result<(StatusCode, Json<IntegrationView>), ApiError> {
-    if !atrium_manifest::rules::is_app_slug_chars(&provider) || provider.len() > 64 {
-        return Err(ApiError::bad_request(
-            format!("`{provider}` is not a provider slug: lowercase letters, digits and hyphens"),
-            Some("provider"),
-        ));
-    }
-    let created = state
-        .store
-        .put_integration(&tenant.org_id, &tenant.tenant_id, &provider, &body.config)
+    let created = registry(&state)?
+        .put_integration(&tenant_key(&tenant), &provider, &body.config)
         .await?;
     let status = if created {
         StatusCode::CREATED
@@ -331,10 +319,7 @@ pub async fn list_integrations(
     State(state): State<HostState>,
     TenantUser(tenant): TenantUser,
 ) -> Result<Json<IntegrationList>, ApiError> {
-    let integrations = state
-        .store
-        .integrations(&tenant.org_id, &tenant.tenant_id)
-        .await?;
+    let integrations = registry(&state)?.integrations(&tenant_key(&tenant)).await?;
     Ok(Json(IntegrationList {
         integrations: integrations
             .into_iter()
@@ -363,12 +348,7 @@ pub async fn call_tool(
     Path((app, tool)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Result<Json<ToolResult>, ApiError> {
-    let serving = state.serving.as_ref().ok_or_else(|| {
-        ApiError::unavailable(
-            "registry_unavailable",
-            "the app registry is not configured on this host",
-        )
-    })?;
+    let serving = state.serving()?;
     let args: Value = if body.is_empty() {
         Value::Object(Map::new())
     } else {
@@ -394,14 +374,14 @@ fn who(tenant: &atrium_store::TenantPrincipal) -> TenantRef {
     }
 }
 
+/// The principal's tenant.
+fn tenant_key(tenant: &atrium_store::TenantPrincipal) -> atrium_store::TenantKey {
+    atrium_store::TenantKey::new(&tenant.org_id, &tenant.tenant_id)
+}
+
 /// Serving, or 503 when this host runs without a registry.
 fn serving(state: &HostState) -> Result<&atrium_platform::serving::Serving, ApiError> {
-    state.serving.as_ref().ok_or_else(|| {
-        ApiError::unavailable(
-            "registry_unavailable",
-            "the app registry is not configured on this host",
-        )
-    })
+    state.serving()
 }
 
 /// `PATCH /api/installs/{app}`.
@@ -491,15 +471,11 @@ pub async fn upgrade(
     TenantAdmin(tenant): TenantAdmin,
     Path(app): Path<String>,
     JsonBody(body): JsonBody<UpgradeRequest>,
-) -> Result<Json<ActivatedView>, ApiError> {
+) -> Result<Json<InstallView>, ApiError> {
     let activated = registry(&state)?
         .upgrade(&who(&tenant), &app, body.granted_scopes, body.version)
         .await?;
-    Ok(Json(ActivatedView {
-        install: view(&state, activated.install).await?,
-        first_activation: activated.first,
-        templates: activated.templates,
-    }))
+    Ok(Json(view(&state, activated.install).await?))
 }
 
 /// `POST /api/inbound/{channel}`: a message that arrived on a channel.

@@ -113,12 +113,34 @@ pub fn router() -> Router<HostState> {
         })
 }
 
+/// The platform's parts, each 503 `registry_unavailable` when this host runs without them:
+/// the one place that answers so.
+impl HostState {
+    /// The app registry.
+    pub(crate) fn registry(&self) -> Result<&atrium_platform::registry::Registry, ApiError> {
+        self.registry
+            .as_ref()
+            .ok_or_else(|| ApiError::registry_unavailable("the app registry"))
+    }
+
+    /// Calls into installed apps.
+    pub(crate) fn serving(&self) -> Result<&atrium_platform::serving::Serving, ApiError> {
+        self.serving
+            .as_ref()
+            .ok_or_else(|| ApiError::registry_unavailable("the app registry"))
+    }
+
+    /// Developer identity.
+    pub(crate) fn identity(
+        &self,
+    ) -> Result<&std::sync::Arc<atrium_platform::identity::Identity>, ApiError> {
+        self.identity
+            .as_ref()
+            .ok_or_else(|| ApiError::registry_unavailable("developer accounts"))
+    }
+}
+
 /// The registry, or 503 when this host runs without one.
 fn registry(state: &HostState) -> Result<&atrium_platform::registry::Registry, ApiError> {
-    state.registry.as_ref().ok_or_else(|| {
-        ApiError::unavailable(
-            "registry_unavailable",
-            "the app registry is not configured on this host",
-        )
-    })
+    state.registry()
 }

@@ -91,12 +91,7 @@ pub async fn public(
 }
 
 fn serving(state: &HostState) -> Result<&Serving, ApiError> {
-    state.serving.as_ref().ok_or_else(|| {
-        ApiError::unavailable(
-            "registry_unavailable",
-            "the app registry is not configured on this host",
-        )
-    })
+    state.serving()
 }
 
 /// The body within the cap (413 beyond it: the route's body limit stops reading there).

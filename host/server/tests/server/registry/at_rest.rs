@@ -167,7 +167,7 @@ async fn secrets_and_tokens_are_nowhere_in_plaintext_at_rest_or_in_the_logs() {
             )
             .await;
         assert!(status.is_success(), "{body}");
-        assert_eq!(body["install"]["secret_settings"], json!(["api_key"]));
+        assert_eq!(body["secret_settings"], json!(["api_key"]));
         let (status, body) = host
             .put(
                 &format!("/api/installs/{app}/secrets/STRIPE_KEY"),
@@ -176,6 +176,23 @@ async fn secrets_and_tokens_are_nowhere_in_plaintext_at_rest_or_in_the_logs() {
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
+        // An integration's configuration (credentials, the docs say) is sealed like a secret;
+        // the listing names its fields only.
+        let integration_secret = format!("integration-secret-{}", unique("plain"));
+        let (status, body) = host
+            .put(
+                "/api/integrations/crm",
+                &admin,
+                Body::Json(json!({"config": {"api_token": integration_secret}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let (status, body) = host.get("/api/integrations", &admin).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["integrations"],
+            json!([{"provider": "crm", "fields": ["api_token"]}])
+        );
         // Every credential is used once more, so that it passes through the checks too.
         for (token, path) in [
             (dev.as_str(), format!("/api/dev/apps/{app}")),
@@ -190,6 +207,10 @@ async fn secrets_and_tokens_are_nowhere_in_plaintext_at_rest_or_in_the_logs() {
             ("the app secret", app_secret.as_str()),
             ("the secret setting", setting_secret.as_str()),
             ("the tenant's override", override_secret.as_str()),
+            (
+                "the integration's configuration",
+                integration_secret.as_str(),
+            ),
             ("the organization key", key.secret.as_str()),
             ("the tenant token", admin.as_str()),
             ("the developer token", dev.as_str()),

@@ -120,7 +120,7 @@ async fn a_failing_on_install_undoes_the_first_activation() {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["first_activation"], true);
+    assert_eq!(body["status"], "active", "{body}");
     let (status, body) = host
         .post(
             &format!("/api/apps/{desk}/tools/list_invoices"),

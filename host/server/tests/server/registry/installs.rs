@@ -162,7 +162,16 @@ async fn activation_checks_everything_and_reruns_idempotently() {
         assert_eq!(missing(&body).len(), 2, "{body}");
         let (_, body) = activate(json!({"granted_scopes": ["invoices.read", "mail.send"], "settings": {"colour": "red"}}), admin.clone()).await;
         assert_eq!(code(&body), "invalid_settings", "{body}");
-        assert_eq!(missing(&body), ["colour"]);
+        assert!(missing(&body)[0].starts_with("colour: "), "{body}");
+        // An undeclared setting does not hide the values that break their rules: one answer
+        // names all three.
+        let (_, body) = activate(json!({"granted_scopes": ["invoices.read", "mail.send"], "settings": {"colour": "red", "region": "mars", "limit": 500}}), admin.clone()).await;
+        assert_eq!(code(&body), "invalid_settings", "{body}");
+        let named: Vec<&str> = missing(&body)
+            .iter()
+            .map(|m| m.split(':').next().unwrap())
+            .collect();
+        assert_eq!(named, ["colour", "region", "limit"], "{body}");
         let (_, body) = activate(
             json!({"granted_scopes": ["invoices.read", "mail.send"]}),
             admin.clone(),
@@ -206,8 +215,7 @@ async fn activation_checks_everything_and_reruns_idempotently() {
         assert_eq!(status, StatusCode::CREATED, "{body}");
         let (status, body) = activate(full.clone(), admin.clone()).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
-        assert_eq!(body["first_activation"], true);
-        let install = &body["install"];
+        let install = &body;
         assert_eq!(install["status"], "active");
         assert_eq!(install["version"], "1.0.0");
         assert_eq!(install["upgrade_policy"], "auto");
@@ -245,15 +253,14 @@ async fn activation_checks_everything_and_reruns_idempotently() {
         )
         .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["first_activation"], false);
-        assert_eq!(body["install"]["settings"]["owner"], "someone-else");
-        assert_eq!(body["install"]["settings"]["limit"], 42);
-        assert_eq!(body["install"]["settings"]["region"], "eu");
+        assert_eq!(body["settings"]["owner"], "someone-else");
+        assert_eq!(body["settings"]["limit"], 42);
+        assert_eq!(body["settings"]["region"], "eu");
         assert_eq!(
-            body["install"]["granted_scopes"],
+            body["granted_scopes"],
             json!(["invoices.read", "mail.send"])
         );
-        assert_eq!(body["install"]["secret_settings"], json!(["api_key"]));
+        assert_eq!(body["secret_settings"], json!(["api_key"]));
         let grant = store
             .grant(&acme.org_id, tenant, &desk, &ledger)
             .await

@@ -153,3 +153,40 @@ async fn secrets_are_sealed_and_never_shown_again() {
         host.stop().await;
     }
 }
+
+#[tokio::test]
+async fn integration_configurations_from_before_sealing_are_sealed_in_place() {
+    for (store, dir) in stores().await {
+        let scratch = tempfile::tempdir().unwrap();
+        let data = dir.as_ref().map_or(scratch.path(), |d| d.path());
+        let registry = open_registry(&store, data, SecretsKey::from_bytes([7; 32]));
+        let key = store.create_key(&unique("acme"), "ops").await.unwrap();
+        let shop = atrium_store::TenantKey::new(&key.org_id, "shop");
+        let plain = format!(
+            r#"{{"primary_email": "{}@shop.example"}}"#,
+            unique("billing")
+        );
+        // A row as a host before sealing wrote it: the JSON object itself.
+        store.put_integration(&shop, "gmail", &plain).await.unwrap();
+        assert!(store.integrations(&shop).await.unwrap()[0].is_plain());
+        // It still reads while plain, and the sealing pass seals it once.
+        let before = registry.integrations(&shop).await.unwrap();
+        assert_eq!(
+            before["gmail"]["primary_email"],
+            serde_json::from_str::<serde_json::Value>(&plain).unwrap()["primary_email"]
+        );
+        assert!(registry.seal_plain_integrations().await.unwrap() >= 1);
+        let stored = store.integrations(&shop).await.unwrap();
+        assert!(!stored[0].is_plain(), "{stored:?}");
+        assert!(!stored[0].config.contains("shop.example"), "{stored:?}");
+        assert_eq!(registry.integrations(&shop).await.unwrap(), before);
+        assert_eq!(registry.seal_plain_integrations().await.unwrap(), 0);
+        // Sealed for this tenant and provider: copied under another, it does not open.
+        let other = atrium_store::TenantKey::new(&key.org_id, "other-shop");
+        store
+            .put_integration(&other, "gmail", &stored[0].config)
+            .await
+            .unwrap();
+        assert!(registry.integrations(&other).await.is_err());
+    }
+}

@@ -42,12 +42,20 @@ async fn installs_upgrade_by_policy_consent_or_force() {
         let app = slug("notes");
         publish(&host, &dev, &app, "1.0.0", "tasks.read").await;
 
+        // Another organization has a tenant of the same id: naming `manual` of acme must not
+        // reach it.
+        let globex = store.create_key(&unique("globex"), "ops").await.unwrap();
         let mut tokens = Vec::new();
-        for (tenant, policy) in [("auto", "auto"), ("manual", "manual"), ("devbox", "manual")] {
+        for (org, tenant, policy) in [
+            (&acme, "auto", "auto"),
+            (&acme, "manual", "manual"),
+            (&acme, "devbox", "manual"),
+            (&globex, "manual", "manual"),
+        ] {
             let (_, created) = host
                 .post(
                     &format!("/api/tenants/{tenant}/tokens"),
-                    &acme.secret,
+                    &org.secret,
                     Body::Json(json!({"role": "admin"})),
                 )
                 .await;
@@ -62,7 +70,9 @@ async fn installs_upgrade_by_policy_consent_or_force() {
             assert_eq!(status, StatusCode::CREATED, "{body}");
             tokens.push(token);
         }
-        let (auto, manual, devbox) = (&tokens[0], &tokens[1], &tokens[2]);
+        let (auto, manual, devbox, globex_manual) =
+            (&tokens[0], &tokens[1], &tokens[2], &tokens[3]);
+        let acme_org = acme.org_id.as_str();
 
         // Same scopes: the auto install follows, the manual one stays.
         publish(&host, &dev, &app, "1.1.0", "tasks.read").await;
@@ -86,8 +96,8 @@ async fn installs_upgrade_by_policy_consent_or_force() {
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["install"]["version"], "2.0.0");
-        assert!(body["install"]["pending_version"].is_null(), "{body}");
+        assert_eq!(body["version"], "2.0.0");
+        assert!(body["pending_version"].is_null(), "{body}");
 
         // The developer forces the rest: without consent a new scope waits, except on the
         // developer's own dev tenant with force_grant_new_scopes.
@@ -98,7 +108,7 @@ async fn installs_upgrade_by_policy_consent_or_force() {
             .post(
                 &force,
                 &dev,
-                Body::Json(json!({"tenant": "manual", "force_grant_new_scopes": true})),
+                Body::Json(json!({"organization": acme_org, "tenant": "manual", "force_grant_new_scopes": true})),
             )
             .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "not a dev tenant: {body}");
@@ -110,7 +120,7 @@ async fn installs_upgrade_by_policy_consent_or_force() {
         let of = |tenant: &str| {
             outcomes
                 .iter()
-                .find(|o| o["tenant"] == tenant)
+                .find(|o| o["tenant"] == tenant && o["organization"] == acme_org)
                 .unwrap()
                 .clone()
         };
@@ -122,7 +132,7 @@ async fn installs_upgrade_by_policy_consent_or_force() {
             .post(
                 &force,
                 &dev,
-                Body::Json(json!({"tenant": "devbox", "force_grant_new_scopes": true})),
+                Body::Json(json!({"organization": acme_org, "tenant": "devbox", "force_grant_new_scopes": true})),
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
@@ -142,8 +152,29 @@ async fn installs_upgrade_by_policy_consent_or_force() {
                 Body::Json(json!({"target_version": "1.1.0", "tenant": "manual"})),
             )
             .await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "a tenant id alone is ambiguous: {body}"
+        );
+        assert_eq!(body["error"]["param"], "organization", "{body}");
+        let globex_before = install(&host, &app, globex_manual).await["version"].clone();
+        let (status, body) = host
+            .post(
+                &force,
+                &dev,
+                Body::Json(json!({"target_version": "1.1.0", "organization": acme_org, "tenant": "manual"})),
+            )
+            .await;
         assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["installs"].as_array().unwrap().len(), 1, "{body}");
+        assert_eq!(body["installs"][0]["organization"], acme_org, "{body}");
         assert_eq!(install(&host, &app, manual).await["version"], "1.1.0");
+        assert_eq!(
+            install(&host, &app, globex_manual).await["version"],
+            globex_before,
+            "the other organization's tenant of the same id stays"
+        );
         let (status, _) = host
             .post(&force, &dev, Body::Json(json!({"target_version": "9.9.9"})))
             .await;
