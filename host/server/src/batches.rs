@@ -22,7 +22,8 @@ use tokio::sync::{Notify, Semaphore};
 use atrium_inference::ChatCall;
 
 use crate::chat::{completion_body, parse};
-use crate::extract::{JsonBody, Org, TenantHeader};
+use crate::extract::{JsonBody, TenantHeader};
+use crate::principals::Org;
 use crate::{ApiError, HostState};
 
 /// The most items one batch may hold.
@@ -305,4 +306,11 @@ fn error_body(error: &ApiError) -> Value {
     let mut body = error.body()["error"].clone();
     body["status"] = json!(error.status().as_u16());
     body
+}
+
+/// The routes of batches.
+pub(crate) fn router() -> axum::Router<HostState> {
+    axum::Router::new()
+        .route("/batches", axum::routing::post(create))
+        .route("/batches/{id}", axum::routing::get(get))
 }

@@ -9,7 +9,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::extract::{JsonBody, Org, TenantHeader};
+use crate::extract::{JsonBody, TenantHeader};
+use crate::principals::Org;
 use crate::{ApiError, HostState};
 
 /// The tenant of calls that name none.
@@ -116,4 +117,9 @@ pub(crate) fn completion_body(
         "provider": completed.model.provider.as_str(),
         "tenant": tenant,
     })
+}
+
+/// The routes of chat completions.
+pub(crate) fn router() -> axum::Router<HostState> {
+    axum::Router::new().route("/chat/completions", axum::routing::post(completions))
 }

@@ -13,7 +13,8 @@ use axum::extract::State;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::extract::{JsonBody, Org, TenantHeader};
+use crate::extract::{JsonBody, TenantHeader};
+use crate::principals::Org;
 use crate::{ApiError, HostState};
 
 /// Inputs per request at most.
@@ -179,4 +180,9 @@ fn offered(state: &HostState) -> String {
         .map(|e| format!("`{}` ({})", e.model(), e.provider()))
         .collect();
     format!("this host offers {}", names.join(", "))
+}
+
+/// The routes of embeddings.
+pub(crate) fn router() -> axum::Router<HostState> {
+    axum::Router::new().route("/embeddings", axum::routing::post(create))
 }

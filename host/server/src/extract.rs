@@ -1,65 +1,13 @@
-//! Request extractors that answer in the API's error shape: the organization behind the key,
-//! the tenant header, and JSON bodies whose errors name the field.
+//! Request extractors that answer in the API's error shape: the bearer credential, the tenant
+//! header, and JSON bodies whose errors name the field. The principals (who is calling) are
+//! in [`crate::principals`].
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use crate::{ApiError, HostState};
-
-/// The organization of the presented key.
-#[derive(Debug, Clone)]
-pub struct Org {
-    /// The organization's id.
-    pub org_id: String,
-    /// The key's id.
-    pub key_id: String,
-}
-
-impl FromRequestParts<HostState> for Org {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &HostState) -> Result<Self, ApiError> {
-        let secret = match bearer_token(parts) {
-            None => {
-                return Err(ApiError::unauthorized(
-                    "missing Authorization header: send `Authorization: Bearer <key>`",
-                ));
-            }
-            Some(None) => {
-                return Err(ApiError::unauthorized(
-                    "the Authorization header must be `Bearer <key>`",
-                ));
-            }
-            Some(Some(secret)) => secret,
-        };
-        match state
-            .keys
-            .authenticate(secret, state.store.authenticate(secret))
-            .await?
-        {
-            Some(owner) => {
-                // The tenant the request is for, as named (checked later by the handler); a
-                // name no handler would accept is not counted.
-                let tenant = match parts.headers.get(TENANT_HEADER) {
-                    None => Some(crate::DEFAULT_TENANT),
-                    Some(value) => value.to_str().ok().filter(|t| t.len() <= 128),
-                };
-                state.limiter.admit(
-                    Some(&format!("key:{}", owner.key_id)),
-                    &owner.org_id,
-                    tenant,
-                )?;
-                Ok(Org {
-                    org_id: owner.org_id,
-                    key_id: owner.key_id,
-                })
-            }
-            None => Err(ApiError::unauthorized("the API key is unknown or revoked")),
-        }
-    }
-}
+use crate::ApiError;
 
 /// The credential of an `Authorization: Bearer <credential>` header: `None` without the
 /// header, `Some(None)` when the header is not of that form (or the credential is empty).

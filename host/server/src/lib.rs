@@ -14,6 +14,8 @@ mod error;
 mod extract;
 pub mod jobs;
 pub mod overload;
+pub mod page;
+pub mod principals;
 mod rag;
 mod stream;
 mod v1;
@@ -22,14 +24,15 @@ use std::future::Future;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::get;
 
-pub use api::{Dev, views};
+pub use api::views;
 pub use atrium_store::Metering;
 pub use atrium_store::POLL_INTERVAL;
 pub use chat::DEFAULT_TENANT;
 pub use error::{ApiError, ERROR_ID_HEADER};
-pub use extract::{JsonBody, Org, TENANT_HEADER, TenantHeader};
+pub use extract::{JsonBody, TENANT_HEADER, TenantHeader};
+pub use principals::{Dev, Org};
 
 /// The largest request body accepted (a 413 beyond it).
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
@@ -137,29 +140,13 @@ impl HostState {
 
 /// The host's routes.
 pub fn router(state: HostState) -> Router {
+    // Each module's own router, merged: a capability adds its module and one line here.
     let v1 = Router::new()
-        .route("/chat/completions", post(chat::completions))
-        .route("/models", get(v1::models))
-        .route("/embeddings", post(embeddings::create))
-        .route("/batches", post(batches::create))
-        .route("/batches/{id}", get(batches::get))
-        .route("/tenants", post(v1::register_tenant))
-        .route("/usage", get(v1::usage))
-        .route("/rag", get(rag::list_collections))
-        .route("/rag/{collection}", post(rag::create_collection))
-        .route(
-            "/rag/{collection}/documents",
-            post(rag::add_document).get(rag::list_documents),
-        )
-        .route(
-            "/rag/{collection}/documents/{id}",
-            axum::routing::delete(rag::delete_document),
-        )
-        .route(
-            "/rag/{collection}/files",
-            post(rag::upload_file).layer(DefaultBodyLimit::max(rag::MAX_FILE_BYTES + 64 * 1024)),
-        )
-        .route("/rag/{collection}/query", post(rag::query))
+        .merge(chat::router())
+        .merge(v1::router())
+        .merge(embeddings::router())
+        .merge(batches::router())
+        .merge(rag::router())
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))
         });

@@ -16,7 +16,8 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
-use crate::extract::{JsonBody, Org, TenantHeader};
+use crate::extract::{JsonBody, TenantHeader};
+use crate::principals::Org;
 use crate::{ApiError, HostState};
 
 /// The largest file `POST /v1/rag/{collection}/files` takes: 32 MiB.
@@ -433,4 +434,24 @@ mod tests {
             StatusCode::UNSUPPORTED_MEDIA_TYPE
         );
     }
+}
+
+/// The routes of managed retrieval.
+pub(crate) fn router() -> axum::Router<HostState> {
+    use axum::routing::{delete, get, post};
+    axum::Router::new()
+        .route("/rag", get(list_collections))
+        .route("/rag/{collection}", post(create_collection))
+        .route(
+            "/rag/{collection}/documents",
+            post(add_document).get(list_documents),
+        )
+        .route("/rag/{collection}/documents/{id}", delete(delete_document))
+        .route(
+            "/rag/{collection}/files",
+            post(upload_file).layer(axum::extract::DefaultBodyLimit::max(
+                MAX_FILE_BYTES + 64 * 1024,
+            )),
+        )
+        .route("/rag/{collection}/query", post(query))
 }

@@ -5,7 +5,8 @@ use axum::extract::{Query, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::extract::{JsonBody, Org};
+use crate::extract::JsonBody;
+use crate::principals::Org;
 use crate::{ApiError, HostState};
 
 /// `POST /v1/tenants`.
@@ -180,4 +181,13 @@ mod tests {
             "2000-02-29T00:00:00Z"
         );
     }
+}
+
+/// The routes of models, tenants and usage.
+pub(crate) fn router() -> axum::Router<HostState> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route("/models", get(models))
+        .route("/tenants", post(register_tenant))
+        .route("/usage", get(usage))
 }

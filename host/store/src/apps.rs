@@ -202,13 +202,13 @@ pub enum Registered {
     Unchanged,
 }
 
-const APP_COLUMNS: &str =
+pub(crate) const APP_COLUMNS: &str =
     "slug, owner_id, name, status, current_version, created_at, updated_at, archived_at";
-const VERSION_COLUMNS: &str = "app_slug, version, status, build_result, manifest_source, \
+pub(crate) const VERSION_COLUMNS: &str = "app_slug, version, status, build_result, manifest_source, \
      manifest_digest, content_digest, component_digest, component_size, image, templates, \
      templates_digest, bundle_digest, registered_by, created_at, promoted_at";
 
-fn app_from<R: Row>(row: &R) -> Result<App>
+pub(crate) fn app_from<R: Row>(row: &R) -> Result<App>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
@@ -227,7 +227,7 @@ where
     })
 }
 
-fn version_from<R: Row>(row: &R) -> Result<AppVersion>
+pub(crate) fn version_from<R: Row>(row: &R) -> Result<AppVersion>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,

@@ -395,6 +395,26 @@ impl Store {
         })
     }
 
+    /// The keys of the sealed values of one kind of every install of a tenant, as (app, key),
+    /// in one read.
+    pub async fn tenant_install_secret_keys(
+        &self,
+        tenant: &crate::TenantKey,
+        kind: InstallValueKind,
+    ) -> Result<Vec<(String, String)>> {
+        on_pool!(self, pool => {
+            sqlx::query(
+                "SELECT app_slug, key FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND kind = $3 ORDER BY app_slug, key",
+            )
+            .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(kind.as_str())
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get("app_slug")?, row.try_get("key")?)))
+            .collect()
+        })
+    }
+
     /// Every sealed value of kind `kind` of an install, by key.
     pub async fn sealed_install_values(
         &self,
@@ -627,6 +647,23 @@ impl Store {
         });
         self.changed(&[change]);
         Ok(())
+    }
+
+    /// A page of a tenant's installs, by app: at most `limit`, after app `after`.
+    pub async fn installs_page(
+        &self,
+        tenant: &crate::TenantKey,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Install>> {
+        on_pool!(self, pool => {
+            let rows = sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM installs WHERE org_id = $1 AND tenant_id = $2 AND app_slug > $3 ORDER BY app_slug LIMIT $4"
+            ))
+            .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(after.unwrap_or("")).bind(limit)
+            .fetch_all(pool).await?;
+            rows.iter().map(install_from).collect()
+        })
     }
 
     /// A tenant's installs, by app.

@@ -581,8 +581,8 @@ impl Registry {
                     "version {version} of `{app_slug}` is not registered"
                 ))
             })?;
-        atrium_manifest::parse(&stored.manifest_source)
-            .map_err(|e| RegistryError::internal("a stored manifest no longer validates", &e))
+        self.parsed_manifest(app_slug, version, &stored.manifest_source)
+            .map(|m| (*m).clone())
     }
 
     /// Deactivates an install.

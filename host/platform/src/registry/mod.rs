@@ -92,7 +92,13 @@ struct Inner {
     runtime: Runtime,
     secrets: SecretsKey,
     bundles_dir: PathBuf,
+    /// Parsed manifests by (app, version): a version is immutable, so an entry never goes
+    /// stale; the cache starts over when full.
+    manifests: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Manifest>>>,
 }
+
+/// The most parsed manifests kept.
+const MANIFESTS_CACHED: usize = 4096;
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,8 +126,44 @@ impl Registry {
                 runtime,
                 secrets,
                 bundles_dir,
+                manifests: std::sync::Mutex::default(),
             }),
         }
+    }
+
+    /// The validated manifest of a stored version, parsed once per host: `source` is the
+    /// version's stored manifest text (immutable, like the version).
+    pub fn parsed_manifest(
+        &self,
+        slug: &str,
+        version: &str,
+        source: &str,
+    ) -> Result<Arc<Manifest>> {
+        let key = (slug.to_owned(), version.to_owned());
+        let cached = self
+            .inner
+            .manifests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        if let Some(manifest) = cached {
+            return Ok(manifest);
+        }
+        let manifest =
+            Arc::new(atrium_manifest::parse(source).map_err(|e| {
+                RegistryError::internal("a stored manifest no longer validates", &e)
+            })?);
+        let mut manifests = self
+            .inner
+            .manifests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if manifests.len() >= MANIFESTS_CACHED {
+            manifests.clear();
+        }
+        manifests.insert(key, manifest.clone());
+        Ok(manifest)
     }
 
     /// The artifact store.

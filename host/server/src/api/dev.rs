@@ -2,18 +2,21 @@
 
 use atrium_manifest::project;
 use atrium_platform::registry::{PreflightRequest, Upload};
-use axum::Json;
 use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::multipart::MultipartError;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Multipart, Path, State};
 use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
 
+use super::registry;
 use super::views::{
     AppChanged, AppDetailView, AppList, AppView, BundleSet, FileView, LoginProvider, Me,
     PreflightView, RegistrationView, ScopeList, TemplatesSet, UpgradeRun, VersionView,
 };
-use super::{Dev, registry};
+use crate::principals::Dev;
 use crate::{ApiError, HostState, JsonBody};
 
 /// The developer the token speaks for.
@@ -114,7 +117,7 @@ fn raw_body(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Bytes, 
 
 fn multipart_error(e: &MultipartError) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::too_large(super::REGISTER_BODY_BYTES)
+        ApiError::too_large(REGISTER_BODY_BYTES)
     } else {
         ApiError::bad_request(
             format!("the multipart body is malformed: {}", e.body_text()),
@@ -342,4 +345,35 @@ pub async fn force_upgrade(
         .force_upgrade(&dev, &slug, &request)
         .await?;
     Ok(Json(UpgradeRun { installs }))
+}
+
+/// The request body limit of a version registration: the largest component and a full docs
+/// bundle, with room for the multipart framing.
+const REGISTER_BODY_BYTES: usize = atrium_platform::registry::MAX_COMPONENT_BYTES + 8 * 1024 * 1024;
+
+/// The developer API's routes, under `/api/dev`.
+pub(super) fn router() -> Router<HostState> {
+    Router::new()
+        .route("/me", get(me))
+        .route("/login", get(login))
+        .route("/preflight", post(preflight))
+        .route("/apps", get(list_apps))
+        .route("/apps/{slug}", get(show_app))
+        .route(
+            "/apps/{slug}/versions",
+            post(register).layer(DefaultBodyLimit::max(REGISTER_BODY_BYTES)),
+        )
+        .route(
+            "/apps/{slug}/versions/{version}/defaults/templates",
+            post(set_templates),
+        )
+        .route(
+            "/apps/{slug}/versions/{version}/bundle",
+            put(set_bundle).layer(DefaultBodyLimit::max(
+                atrium_platform::registry::BUNDLE_ARCHIVE_BYTES,
+            )),
+        )
+        .route("/apps/{slug}/versions/{version}/promote", post(promote))
+        .route("/apps/{slug}/archive", post(archive))
+        .route("/apps/{slug}/upgrade", post(force_upgrade))
 }

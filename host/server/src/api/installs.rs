@@ -7,15 +7,17 @@ use atrium_manifest::{CrossAppDependency, InstallSetting, Manifest, RagSlot};
 use atrium_platform::registry::{ActivateRequest, TenantRef};
 use atrium_platform::scopes;
 use atrium_store::Install;
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::registry;
-use super::tenant::{TenantAdmin, TenantUser};
 use super::views::time;
+use crate::page::{Page, PageRequest};
+use crate::principals::{TenantAdmin, TenantUser};
 use crate::{ApiError, HostState, JsonBody};
 
 /// A scope as disclosed on the install page.
@@ -101,14 +103,17 @@ pub async fn catalogue(
     State(state): State<HostState>,
     TenantUser(tenant): TenantUser,
 ) -> Result<Json<Catalogue>, ApiError> {
-    registry(&state)?;
+    let registry = registry(&state)?;
     let installs = state
         .store
         .installs(&tenant.org_id, &tenant.tenant_id)
         .await?;
     let mut apps = Vec::new();
+    // Two reads for the whole catalogue; each version's manifest is parsed once per host.
     for (app, version) in state.store.catalogue().await? {
-        let Ok(manifest) = atrium_manifest::parse(&version.manifest_source) else {
+        let Ok(manifest) =
+            registry.parsed_manifest(&app.slug, &version.version, &version.manifest_source)
+        else {
             tracing::warn!(app = %app.slug, version = %version.version, "a stored manifest no longer validates; left out of the catalogue");
             continue;
         };
@@ -155,25 +160,19 @@ pub struct InstallView {
     pub templates: Vec<String>,
 }
 
-async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiError> {
-    let secret_settings = state
-        .store
-        .install_secret_keys(
-            &install.org_id,
-            &install.tenant_id,
-            &install.app_slug,
-            atrium_store::InstallValueKind::Setting,
-        )
-        .await?;
-    let templates = state
-        .store
-        .tenant_templates(&install.org_id, &install.tenant_id)
-        .await?
-        .into_iter()
+/// The install as answered, given its secret settings' ids and the tenant's templates as
+/// (slug, app cloned from).
+fn view_of(
+    install: Install,
+    secret_settings: Vec<String>,
+    templates: &[(String, Option<String>)],
+) -> InstallView {
+    let templates = templates
+        .iter()
         .filter(|(_, app)| app.as_deref() == Some(install.app_slug.as_str()))
-        .map(|(slug, _)| slug)
+        .map(|(slug, _)| slug.clone())
         .collect();
-    Ok(InstallView {
+    InstallView {
         app: install.app_slug,
         version: install.version,
         status: install.status.as_str(),
@@ -188,7 +187,32 @@ async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiErr
         activated_at: time(install.activated_at),
         deactivated_at: install.deactivated_at.map(time),
         templates,
-    })
+    }
+}
+
+/// One install as answered.
+async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiError> {
+    let secret_settings = state
+        .store
+        .install_secret_keys(
+            &install.org_id,
+            &install.tenant_id,
+            &install.app_slug,
+            atrium_store::InstallValueKind::Setting,
+        )
+        .await?;
+    let templates = state
+        .store
+        .tenant_templates(&install.org_id, &install.tenant_id)
+        .await?;
+    Ok(view_of(install, secret_settings, &templates))
+}
+
+impl crate::page::Listed for InstallView {
+    const KEY: &'static str = "installs";
+    fn sort_key(&self) -> String {
+        self.app.clone()
+    }
 }
 
 /// Activates an app for the caller's tenant: the install, 201 on its first activation (its
@@ -228,27 +252,38 @@ pub async fn deactivate(
     Ok(Json(view(&state, install).await?))
 }
 
-/// `GET /api/installs`.
-#[derive(Debug, Serialize)]
-pub struct InstallList {
-    /// The tenant's installs, by app.
-    pub installs: Vec<InstallView>,
-}
-
-/// The caller's tenant's installs.
+/// The caller's tenant's installs, by app, a page at a time (`crate::page`). Three reads
+/// whatever the page's size: the installs, their secret settings' ids, the tenant's templates.
 pub async fn list(
     State(state): State<HostState>,
     TenantUser(tenant): TenantUser,
-) -> Result<Json<InstallList>, ApiError> {
-    let mut installs = Vec::new();
-    for install in state
+    page: PageRequest,
+) -> Result<Json<Page<InstallView>>, ApiError> {
+    let key = tenant_key(&tenant);
+    let installs = state
         .store
-        .installs(&tenant.org_id, &tenant.tenant_id)
-        .await?
-    {
-        installs.push(view(&state, install).await?);
-    }
-    Ok(Json(InstallList { installs }))
+        .installs_page(&key, page.after.as_deref(), page.fetch())
+        .await?;
+    let secret_keys = state
+        .store
+        .tenant_install_secret_keys(&key, atrium_store::InstallValueKind::Setting)
+        .await?;
+    let templates = state
+        .store
+        .tenant_templates(&tenant.org_id, &tenant.tenant_id)
+        .await?;
+    let views = installs
+        .into_iter()
+        .map(|install| {
+            let secrets = secret_keys
+                .iter()
+                .filter(|(app, _)| *app == install.app_slug)
+                .map(|(_, key)| key.clone())
+                .collect();
+            view_of(install, secrets, &templates)
+        })
+        .collect();
+    Ok(Json(Page::of(views, &page)))
 }
 
 /// One install of the caller's tenant.
@@ -617,4 +652,34 @@ pub async fn override_workflow(
         .override_workflow(&who(&tenant), &app, &workflow, &o)
         .await?;
     Ok(Json(workflow))
+}
+
+/// The tenant side's routes: the catalogue, installs, integrations, tool calls and inbound
+/// messages.
+pub(super) fn router() -> Router<HostState> {
+    Router::new()
+        .route("/apps", get(catalogue))
+        .route("/apps/{app}/tools/{name}", post(call_tool))
+        .route("/inbound/{channel}", post(inbound))
+        .route("/installs", get(list))
+        .route("/installs/{app}", get(show).patch(patch))
+        .route(
+            "/installs/{app}/secrets/{key}",
+            put(put_override).delete(delete_override),
+        )
+        .route("/installs/{app}/activate", post(activate))
+        .route("/installs/{app}/deactivate", post(deactivate))
+        .route("/installs/{app}/upgrade", post(upgrade))
+        .route("/installs/{app}/agents", get(agents))
+        .route("/installs/{app}/workflows", get(workflows))
+        .route(
+            "/installs/{app}/workflows/{workflow}",
+            axum::routing::patch(override_workflow),
+        )
+        .route(
+            "/installs/{app}/agents/{agent}",
+            axum::routing::patch(edit_agent),
+        )
+        .route("/integrations", get(list_integrations))
+        .route("/integrations/{provider}", put(put_integration))
 }

@@ -15,14 +15,15 @@ use atrium_platform::registry::TenantRef;
 use atrium_platform::serving::routes::{self, BodyRefusal, RouteTarget};
 use atrium_platform::serving::{ServeError, Serving};
 use atrium_runtime::CallError;
-use axum::Json;
 use axum::body::{Body, Bytes};
+use axum::extract::DefaultBodyLimit;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, Request, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
 
-use super::tenant::TenantUser;
+use crate::principals::TenantUser;
 use crate::{ApiError, HostState};
 
 /// `ANY /api/apps/{app}/routes/{*path}` (tenant user or admin).
@@ -205,4 +206,18 @@ mod tests {
             )
         );
     }
+}
+
+/// The routes into apps' HTTP routes: a tenant's session, and the public ones.
+pub(super) fn router() -> Router<HostState> {
+    let limit = || DefaultBodyLimit::max(atrium_platform::serving::routes::MAX_BODY_BYTES);
+    Router::new()
+        .route(
+            "/apps/{app}/routes/{*path}",
+            axum::routing::any(session).layer(limit()),
+        )
+        .route(
+            "/apps/{app}/public/t/{tenant}/{*path}",
+            axum::routing::any(public).layer(limit()),
+        )
 }

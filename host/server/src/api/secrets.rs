@@ -1,12 +1,13 @@
 //! `/api/dev/apps/{slug}/secrets`: an app's dev-default secrets. Values go in and never come
 //! back out.
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::{Json, Router};
 
+use super::registry;
 use super::views::{PutSecret, SecretList, SecretView};
-use super::{Dev, registry};
+use crate::principals::Dev;
 use crate::{ApiError, HostState, JsonBody};
 
 /// Sets a secret: 201 when new, 200 when replaced.
@@ -57,4 +58,14 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     registry(&state)?.delete_secret(&dev, &slug, &key).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The routes of an app's dev-default secrets, under `/api/dev`.
+pub(super) fn router() -> Router<HostState> {
+    Router::new()
+        .route("/apps/{slug}/secrets", axum::routing::get(list))
+        .route(
+            "/apps/{slug}/secrets/{key}",
+            axum::routing::put(put).get(get).delete(delete),
+        )
 }

@@ -5,13 +5,14 @@ use atrium_store::{
     NewTenantToken, TenantPrincipal, TenantRole, TenantToken, check_display_name, check_tenant_id,
     check_user_id,
 };
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::tenant::{OrgOrTenantAdmin, TenantUser, no_such_tenant};
 use super::views::time;
+use crate::principals::{OrgOrTenantAdmin, TenantUser, no_such_tenant};
 use crate::{ApiError, HostState, JsonBody, Org};
 
 /// `POST /api/tenants/{tenant}/tokens`.
@@ -221,4 +222,15 @@ pub async fn revoke(
 /// Who the token speaks for.
 pub async fn me(TenantUser(principal): TenantUser) -> Json<TenantMe> {
     Json(TenantMe::from(&principal))
+}
+
+/// The routes of tenant tokens.
+pub(super) fn router() -> Router<HostState> {
+    Router::new()
+        .route("/tenants/{tenant}/tokens", post(create).get(list))
+        .route(
+            "/tenants/{tenant}/tokens/{id}",
+            axum::routing::delete(revoke),
+        )
+        .route("/tenant/me", get(me))
 }

@@ -239,6 +239,40 @@ async fn activation_checks_everything_and_reruns_idempotently() {
         assert_eq!(install["secret_settings"], json!(["api_key"]));
         assert_eq!(install["rag_bindings"]["policies"], "handbook");
         assert!(!body.to_string().contains("sk-123"));
+        // The list, a page at a time: two installs, one per page, by app.
+        let (status, first) = host.get("/api/installs?limit=1", &user).await;
+        assert_eq!(status, StatusCode::OK, "{first}");
+        assert_eq!(first["installs"].as_array().unwrap().len(), 1, "{first}");
+        let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+        let (status, second) = host
+            .get(&format!("/api/installs?limit=1&cursor={cursor}"), &user)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{second}");
+        assert_eq!(second["installs"].as_array().unwrap().len(), 1, "{second}");
+        assert!(second["next_cursor"].is_null(), "{second}");
+        let mut apps = vec![
+            first["installs"][0]["app"].as_str().unwrap(),
+            second["installs"][0]["app"].as_str().unwrap(),
+        ];
+        assert!(apps[0] < apps[1], "by app: {apps:?}");
+        apps.sort_unstable();
+        let mut expected = vec![desk.as_str(), ledger.as_str()];
+        expected.sort_unstable();
+        assert_eq!(apps, expected);
+        assert!(second["installs"][0]["secret_settings"].is_array());
+        let (_, whole) = host.get("/api/installs", &user).await;
+        assert_eq!(whole["installs"].as_array().unwrap().len(), 2, "{whole}");
+        assert!(whole["next_cursor"].is_null(), "{whole}");
+        for (query, param) in [
+            ("limit=0", "limit"),
+            ("limit=201", "limit"),
+            ("limit=ten", "limit"),
+            ("cursor=bm9wZQ", "cursor"),
+        ] {
+            let (status, body) = host.get(&format!("/api/installs?{query}"), &user).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+            assert_eq!(body["error"]["param"], param, "{query}: {body}");
+        }
         let grant = store
             .grant(&acme.org_id, tenant, &desk, &ledger)
             .await

@@ -131,6 +131,6 @@ impl OrgOrTenantAdmin {
 }
 
 /// The 404 of a tenant that does not exist, or that the caller may not see.
-pub(super) fn no_such_tenant(tenant: &str) -> ApiError {
+pub(crate) fn no_such_tenant(tenant: &str) -> ApiError {
     ApiError::not_found(format!("there is no tenant `{tenant}`"))
 }
