@@ -13,6 +13,8 @@
 //!   [`files`]: writing files under a directory that no path can escape (`cap-std`).
 //! - [`sealing`]: the AEAD that encrypts secrets at rest.
 //! - [`scopes`]: the platform's scope catalogue.
+//! - [`services`]: the platform's services, built once per host, one function per capability
+//!   that every caller (a component's import, a container's callback) goes through.
 //! - [`serving`]: calling installed apps: loaded components shared across installs, and the
 //!   runtime's `Platform` over the SQL store (platform tools, secrets).
 
@@ -24,4 +26,5 @@ mod keyfile;
 pub mod registry;
 pub mod scopes;
 pub mod sealing;
+pub mod services;
 pub mod serving;

@@ -101,24 +101,17 @@ impl HostState {
         self
     }
 
-    /// The same state with the app registry and developer identity.
+    /// The same state with the app registry and developer identity. The order of the
+    /// `with_*` calls does not matter: the platform's services are wired from whatever the
+    /// state has, each time.
     pub fn with_registry(
         mut self,
         registry: atrium_platform::registry::Registry,
         identity: atrium_platform::identity::Identity,
     ) -> Self {
-        self.serving = Some(
-            atrium_platform::serving::Serving::new(
-                registry.clone(),
-                registry.runtime().clone(),
-                atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
-            )
-            .with_retrieval(self.retrieval.clone())
-            .with_chat(self.gateway.clone(), self.metering.clone()),
-        );
         self.registry = Some(registry);
         self.identity = Some(std::sync::Arc::new(identity));
-        self
+        self.wired()
     }
 
     /// The same state with these embedders.
@@ -129,11 +122,27 @@ impl HostState {
 
     /// The same state with managed retrieval (also for the knowledge tools of installed apps).
     pub fn with_retrieval(mut self, retrieval: atrium_retrieval::Retrieval) -> Self {
-        let retrieval = std::sync::Arc::new(retrieval);
-        self.serving = self
-            .serving
-            .map(|s| s.with_retrieval(Some(retrieval.clone())));
-        self.retrieval = Some(retrieval);
+        self.retrieval = Some(std::sync::Arc::new(retrieval));
+        self.wired()
+    }
+
+    /// The platform's services and the serving of installed apps, built once from the
+    /// registry, retrieval, the gateway and the metering writer the state has now.
+    fn wired(mut self) -> Self {
+        self.serving = self.registry.clone().map(|registry| {
+            let services = atrium_platform::services::Services::new(
+                atrium_platform::services::ServicesConfig {
+                    registry,
+                    retrieval: self.retrieval.clone(),
+                    gateway: Some(self.gateway.clone()),
+                    metering: Some(self.metering.clone()),
+                },
+            );
+            atrium_platform::serving::Serving::new(
+                services,
+                atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
+            )
+        });
         self
     }
 }

@@ -7,7 +7,7 @@ mod lifecycle;
 mod platform;
 pub mod routes;
 mod schedules;
-mod tools;
+pub(crate) mod tools;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -19,10 +19,11 @@ use serde_json::Value;
 pub use lifecycle::HookOutcome;
 pub use platform::InstallPlatform;
 pub use schedules::{ScheduledRun, Schedules};
-pub use tools::{PlatformTool, TOOLS};
+pub use tools::{Knowledge, PlatformTool, TOOLS};
 
 use crate::registry::{Registry, RegistryError, TenantRef};
 use crate::sealing::Sealed;
+use crate::services::Services;
 
 /// How many versions stay loaded by default.
 pub const DEFAULT_LOADED_VERSIONS: usize = 256;
@@ -62,10 +63,9 @@ pub struct Serving {
 }
 
 struct Inner {
+    services: Services,
     registry: Registry,
     runtime: Runtime,
-    retrieval: Option<Arc<atrium_retrieval::Retrieval>>,
-    chat: Option<tools::Chat>,
     capacity: usize,
     loaded: Mutex<Loaded>,
     /// Active installs by organization, tenant and app, until the change feed says otherwise.
@@ -93,8 +93,10 @@ impl std::fmt::Debug for Serving {
 }
 
 impl Serving {
-    /// Serves the registry's apps with `runtime`, keeping at most `capacity` versions loaded.
-    pub fn new(registry: Registry, runtime: Runtime, capacity: usize) -> Self {
+    /// Serves the apps of the services' registry with its runtime, keeping at most `capacity`
+    /// versions loaded.
+    pub fn new(services: Services, capacity: usize) -> Self {
+        let registry = services.registry().clone();
         let installs =
             InstallCache::new(registry.store(), INSTALLS_CACHED, |change| match change {
                 atrium_store::Change::Install {
@@ -111,48 +113,18 @@ impl Serving {
         Serving {
             inner: Arc::new(Inner {
                 installs,
+                runtime: registry.runtime().clone(),
                 registry,
-                runtime,
-                retrieval: None,
-                chat: None,
+                services,
                 capacity: capacity.max(1),
                 loaded: Mutex::default(),
             }),
         }
     }
 
-    /// The same serving with managed retrieval, which the knowledge tools use.
-    #[must_use]
-    pub fn with_retrieval(self, retrieval: Option<Arc<atrium_retrieval::Retrieval>>) -> Self {
-        self.rebuilt(|inner| inner.retrieval = retrieval)
-    }
-
-    /// The same serving with the chat gateway, which the `chat.complete` tool calls, and the
-    /// metering writer that bills its calls to the install's tenant.
-    #[must_use]
-    pub fn with_chat(
-        self,
-        gateway: Arc<atrium_inference::Gateway>,
-        metering: atrium_store::Metering,
-    ) -> Self {
-        self.rebuilt(|inner| inner.chat = Some(tools::Chat { gateway, metering }))
-    }
-
-    /// A serving like this one, changed by `change`, with nothing loaded yet.
-    fn rebuilt(self, change: impl FnOnce(&mut Inner)) -> Self {
-        let mut inner = Inner {
-            registry: self.inner.registry.clone(),
-            runtime: self.inner.runtime.clone(),
-            retrieval: self.inner.retrieval.clone(),
-            chat: self.inner.chat.clone(),
-            capacity: self.inner.capacity,
-            loaded: Mutex::default(),
-            installs: self.inner.installs.clone(),
-        };
-        change(&mut inner);
-        Serving {
-            inner: Arc::new(inner),
-        }
+    /// The services the calls reach.
+    pub fn services(&self) -> &Services {
+        &self.inner.services
     }
 
     /// The registry.
@@ -303,16 +275,14 @@ impl Serving {
             manifest.rag_slots.clone()
         };
         let knowledge = tools::Knowledge {
-            retrieval: self.inner.retrieval.clone(),
             bindings: install.rag_bindings.clone(),
             slots,
         };
         let platform = Arc::new(InstallPlatform::new(
-            registry.clone(),
+            self.inner.services.clone(),
             tenant.clone(),
             install.app_slug.clone(),
             knowledge,
-            self.inner.chat.clone(),
         ));
         let mut inv = Invocation::new(tenant.tenant_id.clone(), platform)
             .with_scopes(install.granted_scopes.iter().cloned());

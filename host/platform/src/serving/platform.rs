@@ -1,49 +1,39 @@
-//! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, over the SQL
-//! store. Platform tools (records, knowledge, chat) and secrets are served here; the
-//! capabilities this host does not offer yet (rooms, agents, events, commitments) keep the
-//! trait's default, decision `not_available` naming the capability.
+//! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, a thin adapter:
+//! the install's identity and a handle on the [`Services`], each method one call into the
+//! capability's service. The capabilities this host does not offer yet (rooms, agents, events,
+//! commitments) keep the trait's default, decision `not_available` naming the capability.
 
 use async_trait::async_trait;
 use atrium_runtime::{CallInfo, Platform, ToolCallError};
-use atrium_store::RecordScope;
 use serde_json::Value;
 
-use super::tools::{self, TOOLS};
-use crate::registry::{Registry, TenantRef};
+use super::tools::{Knowledge, TOOLS};
+use crate::registry::TenantRef;
+use crate::services::Services;
 
 /// The platform of one install: the tenant (of its organization) and the app are fixed when
 /// the call starts, so nothing the app sends can name another tenant or app.
 pub struct InstallPlatform {
-    registry: Registry,
+    services: Services,
     tenant: TenantRef,
     app_slug: String,
-    knowledge: tools::Knowledge,
-    chat: Option<tools::Chat>,
+    knowledge: Knowledge,
 }
 
 impl InstallPlatform {
-    /// The platform of `app_slug`'s install for `tenant`.
+    /// The platform of `app_slug`'s install for `tenant`, whose knowledge slots are bound as
+    /// `knowledge` says.
     pub(crate) fn new(
-        registry: Registry,
+        services: Services,
         tenant: TenantRef,
         app_slug: String,
-        knowledge: tools::Knowledge,
-        chat: Option<tools::Chat>,
+        knowledge: Knowledge,
     ) -> Self {
         InstallPlatform {
-            registry,
+            services,
             tenant,
             app_slug,
             knowledge,
-            chat,
-        }
-    }
-
-    fn scope(&self) -> RecordScope<'_> {
-        RecordScope {
-            org_id: &self.tenant.org_id,
-            tenant_id: &self.tenant.tenant_id,
-            app_slug: &self.app_slug,
         }
     }
 }
@@ -63,43 +53,15 @@ impl Platform for InstallPlatform {
         tool: &str,
         args: Value,
     ) -> Result<Value, ToolCallError> {
-        if tool.starts_with("knowledge.") {
-            let t = &self.tenant;
-            return tools::knowledge(&self.knowledge, &t.org_id, &t.tenant_id, tool, &args).await;
-        }
-        if tool == "chat.complete" {
-            let chat = self.chat.as_ref();
-            return tools::chat(chat, &self.tenant, &self.app_slug, tool, &args).await;
-        }
-        tools::records(self.registry.store(), self.scope(), tool, &args).await
+        self.services
+            .call_tool(&self.tenant, &self.app_slug, &self.knowledge, tool, &args)
+            .await
     }
 
     async fn secret(&self, _call: &CallInfo, key: &str) -> Option<String> {
-        // The tenant's override wins over the developer's default; a failure reads as unset.
-        match self
-            .registry
-            .open_install_value(
-                &self.tenant,
-                &self.app_slug,
-                atrium_store::InstallValueKind::Override,
-                key,
-            )
+        self.services
+            .secret(&self.tenant, &self.app_slug, key)
             .await
-        {
-            Ok(Some(value)) => return Some(value),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(app = %self.app_slug, key, error = %e, "a tenant secret override does not open");
-                return None;
-            }
-        }
-        match self.registry.open_secret(&self.app_slug, key).await {
-            Ok(value) => value,
-            Err(e) => {
-                tracing::warn!(app = %self.app_slug, key, error = %e, "a secret does not open");
-                None
-            }
-        }
     }
 
     fn public_callback_url(&self, _call: &CallInfo, path: &str) -> String {

@@ -220,18 +220,19 @@ pub(crate) async fn records(
     }
 }
 
-/// What the knowledge tools need of an install: the retrieval service, the slot bindings and
-/// the manifest's slots.
-#[derive(Clone)]
-pub(crate) struct Knowledge {
-    pub(crate) retrieval: Option<std::sync::Arc<atrium_retrieval::Retrieval>>,
-    pub(crate) bindings: Map<String, Value>,
-    pub(crate) slots: Vec<atrium_manifest::RagSlot>,
+/// What the knowledge tools need of an install: its slot bindings and the manifest's slots.
+#[derive(Debug, Clone, Default)]
+pub struct Knowledge {
+    /// Slot name to the name of one of the tenant's collections.
+    pub bindings: Map<String, Value>,
+    /// The slots the install's manifest declares.
+    pub slots: Vec<atrium_manifest::RagSlot>,
 }
 
 /// Runs a knowledge tool: the app names a slot, never a collection; the host resolves the
 /// install's binding.
 pub(crate) async fn knowledge(
+    retrieval: Option<&std::sync::Arc<atrium_retrieval::Retrieval>>,
     k: &Knowledge,
     org_id: &str,
     tenant_id: &str,
@@ -253,7 +254,7 @@ pub(crate) async fn knowledge(
             format!("knowledge slot `{slot_name}` is not bound for this tenant"),
         ));
     };
-    let Some(retrieval) = &k.retrieval else {
+    let Some(retrieval) = retrieval else {
         return Err(failed(
             tool,
             &"managed retrieval is not running on this host",

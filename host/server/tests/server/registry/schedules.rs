@@ -70,8 +70,15 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
                 host.data(),
                 SecretsKey::load_or_create(host.data(), None).unwrap(),
             );
-            let runtime = registry.runtime().clone();
-            hosts.push((format!("host-{i}"), Serving::new(registry, runtime, 8)));
+            let services = atrium_platform::services::Services::new(
+                atrium_platform::services::ServicesConfig {
+                    registry,
+                    retrieval: None,
+                    gateway: None,
+                    metering: None,
+                },
+            );
+            hosts.push((format!("host-{i}"), Serving::new(services, 8)));
         }
         // 10:00 UTC: `tick` (every minute) and `unhandled` (hourly, no handler) are due.
         let ten: jiff::Timestamp = "2031-05-06T10:00:23Z".parse().unwrap();
