@@ -409,6 +409,26 @@ pub async fn query(
     })))
 }
 
+/// The routes of managed retrieval.
+pub(crate) fn router() -> axum::Router<HostState> {
+    use axum::routing::{delete, get, post};
+    axum::Router::new()
+        .route("/rag", get(list_collections))
+        .route("/rag/{collection}", post(create_collection))
+        .route(
+            "/rag/{collection}/documents",
+            post(add_document).get(list_documents),
+        )
+        .route("/rag/{collection}/documents/{id}", delete(delete_document))
+        .route(
+            "/rag/{collection}/files",
+            post(upload_file).layer(axum::extract::DefaultBodyLimit::max(
+                MAX_FILE_BYTES + 64 * 1024,
+            )),
+        )
+        .route("/rag/{collection}/query", post(query))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,24 +454,4 @@ mod tests {
             StatusCode::UNSUPPORTED_MEDIA_TYPE
         );
     }
-}
-
-/// The routes of managed retrieval.
-pub(crate) fn router() -> axum::Router<HostState> {
-    use axum::routing::{delete, get, post};
-    axum::Router::new()
-        .route("/rag", get(list_collections))
-        .route("/rag/{collection}", post(create_collection))
-        .route(
-            "/rag/{collection}/documents",
-            post(add_document).get(list_documents),
-        )
-        .route("/rag/{collection}/documents/{id}", delete(delete_document))
-        .route(
-            "/rag/{collection}/files",
-            post(upload_file).layer(axum::extract::DefaultBodyLimit::max(
-                MAX_FILE_BYTES + 64 * 1024,
-            )),
-        )
-        .route("/rag/{collection}/query", post(query))
 }

@@ -171,6 +171,15 @@ pub async fn models(State(state): State<HostState>, _org: Org) -> Json<Value> {
     Json(json!({"object": "list", "data": data}))
 }
 
+/// The routes of models, tenants and usage.
+pub(crate) fn router() -> axum::Router<HostState> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route("/models", get(models))
+        .route("/tenants", post(register_tenant))
+        .route("/usage", get(usage))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -181,13 +190,4 @@ mod tests {
             "2000-02-29T00:00:00Z"
         );
     }
-}
-
-/// The routes of models, tenants and usage.
-pub(crate) fn router() -> axum::Router<HostState> {
-    use axum::routing::{get, post};
-    axum::Router::new()
-        .route("/models", get(models))
-        .route("/tenants", post(register_tenant))
-        .route("/usage", get(usage))
 }

@@ -494,7 +494,7 @@ enum Decision {
     Fail(Protocol, u16),
     Answer {
         protocol: Protocol,
-        reply: Reply,
+        reply: Box<Reply>,
         gate: Option<Arc<Semaphore>>,
         delay: Option<Duration>,
         slow: bool,
@@ -527,7 +527,7 @@ fn decide(upstream: &Upstream, request: Request) -> Decision {
     };
     Decision::Answer {
         protocol,
-        reply,
+        reply: Box::new(reply),
         gate: settings.gate.clone(),
         delay: settings.delay,
         slow: settings.slow,
@@ -586,7 +586,7 @@ async fn answer(
             let reply = if slow && context.streams {
                 reply.stalling_unless_set(1, SLOW_STREAM_PAUSE)
             } else {
-                reply
+                *reply
             };
             wire::render(protocol, reply, &context).await
         }

@@ -181,6 +181,20 @@ fn split_path(uri: &Uri, skip: usize) -> (String, String) {
     (format!("/api/{}", address.join("/")), path)
 }
 
+/// The routes into apps' HTTP routes: a tenant's session, and the public ones.
+pub(super) fn router() -> Router<HostState> {
+    let limit = || DefaultBodyLimit::max(atrium_platform::serving::routes::MAX_BODY_BYTES);
+    Router::new()
+        .route(
+            "/apps/{app}/routes/{*path}",
+            axum::routing::any(session).layer(limit()),
+        )
+        .route(
+            "/apps/{app}/public/t/{tenant}/{*path}",
+            axum::routing::any(public).layer(limit()),
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,18 +220,4 @@ mod tests {
             )
         );
     }
-}
-
-/// The routes into apps' HTTP routes: a tenant's session, and the public ones.
-pub(super) fn router() -> Router<HostState> {
-    let limit = || DefaultBodyLimit::max(atrium_platform::serving::routes::MAX_BODY_BYTES);
-    Router::new()
-        .route(
-            "/apps/{app}/routes/{*path}",
-            axum::routing::any(session).layer(limit()),
-        )
-        .route(
-            "/apps/{app}/public/t/{tenant}/{*path}",
-            axum::routing::any(public).layer(limit()),
-        )
 }
