@@ -135,6 +135,25 @@ impl<T: Listed> Page<T> {
         }
     }
 
+    /// The page of `rows` (read with [`PageRequest::fetch`]) whose sort key is `key`, each row
+    /// answered as `view` makes it: for lists sorted by what the answer does not show as is.
+    pub fn keyed<R>(
+        mut rows: Vec<R>,
+        request: &PageRequest,
+        key: impl Fn(&R) -> String,
+        view: impl FnMut(R) -> T,
+    ) -> Self {
+        let more = rows.len() > request.limit;
+        rows.truncate(request.limit);
+        let next_cursor = more
+            .then(|| rows.last().map(|last| encode(&key(last))))
+            .flatten();
+        Page {
+            items: rows.into_iter().map(view).collect(),
+            next_cursor,
+        }
+    }
+
     /// The same page with each item mapped.
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
         Page {

@@ -335,6 +335,36 @@ impl Store {
         Ok(tokens)
     }
 
+    /// A page of a tenant's tokens, oldest first: at most `limit`, after the token created at
+    /// `after.0` with id `after.1`.
+    pub async fn tenant_tokens_page(
+        &self,
+        tenant: &crate::TenantKey,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<TenantToken>> {
+        let (at, id) = after.unwrap_or((i64::MIN, ""));
+        let sql = format!(
+            "SELECT {COLUMNS} {FROM} WHERE t.org_id = $1 AND t.tenant_id = $2 \
+             AND (t.created_at > $3 OR (t.created_at = $3 AND t.id > $4)) \
+             ORDER BY t.created_at, t.id LIMIT $5"
+        );
+        let tokens = on_pool!(self, pool => {
+            sqlx::query(&sql)
+                .bind(&tenant.org_id)
+                .bind(&tenant.tenant_id)
+                .bind(at)
+                .bind(id)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+                .iter()
+                .map(token_from)
+                .collect::<Result<Vec<_>>>()?
+        });
+        Ok(tokens)
+    }
+
     /// One token of one tenant.
     pub async fn tenant_token(
         &self,

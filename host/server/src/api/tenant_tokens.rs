@@ -12,6 +12,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::views::time;
+use crate::page::{Listed, Page, PageRequest};
 use crate::principals::{OrgOrTenantAdmin, TenantUser, no_such_tenant};
 use crate::{ApiError, HostState, JsonBody, Org};
 
@@ -85,13 +86,6 @@ impl From<&TenantToken> for TokenView {
             revoked_at: t.revoked_at.map(time),
         }
     }
-}
-
-/// `GET /api/tenants/{tenant}/tokens`.
-#[derive(Debug, Serialize)]
-pub struct TokenList {
-    /// The tenant's tokens, oldest first, revoked ones included.
-    pub tokens: Vec<TokenView>,
 }
 
 /// `GET /api/tenant/me`.
@@ -195,15 +189,38 @@ pub async fn list(
     State(state): State<HostState>,
     caller: OrgOrTenantAdmin,
     Path(tenant): Path<String>,
-) -> Result<Json<TokenList>, ApiError> {
+    page: PageRequest,
+) -> Result<Json<Page<TokenView>>, ApiError> {
     let org_id = caller.organization_of(&tenant)?;
     if state.store.tenant(org_id, &tenant).await?.is_none() {
         return Err(no_such_tenant(&tenant));
     }
-    let tokens = state.store.tenant_tokens(org_id, &tenant).await?;
-    Ok(Json(TokenList {
-        tokens: tokens.iter().map(TokenView::from).collect(),
-    }))
+    let after = match page.after.as_deref() {
+        None => None,
+        Some(key) => Some(
+            key.split_once(':')
+                .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id)))
+                .ok_or_else(|| ApiError::field("cursor", "cursor is not one this list gave"))?,
+        ),
+    };
+    let key = atrium_store::TenantKey::new(org_id, &tenant);
+    let tokens = state
+        .store
+        .tenant_tokens_page(&key, after, page.fetch())
+        .await?;
+    Ok(Json(Page::keyed(
+        tokens,
+        &page,
+        |t| format!("{}:{}", t.created_at, t.id),
+        |t| TokenView::from(&t),
+    )))
+}
+
+impl Listed for TokenView {
+    const KEY: &'static str = "tokens";
+    fn sort_key(&self) -> String {
+        self.id.clone()
+    }
 }
 
 /// Revokes a token of the tenant: 204; 404 for a token that is not this tenant's.

@@ -122,6 +122,25 @@ async fn tenant_tokens_are_issued_listed_and_revoked_by_their_organization() {
         assert_eq!(status, StatusCode::OK, "{by_key}");
         let listed = by_key["tokens"].as_array().unwrap();
         assert_eq!(listed.len(), 3, "{by_key}");
+        assert!(by_key["next_cursor"].is_null(), "{by_key}");
+        // A page at a time, oldest first: 2, then 1, the same tokens in the same order.
+        let (status, first) = host.get(&format!("{tokens}?limit=2"), key).await;
+        assert_eq!(status, StatusCode::OK, "{first}");
+        let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+        let (_, second) = host
+            .get(&format!("{tokens}?limit=2&cursor={cursor}"), key)
+            .await;
+        assert!(second["next_cursor"].is_null(), "{second}");
+        let paged: Vec<&Value> = first["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(second["tokens"].as_array().unwrap())
+            .collect();
+        assert_eq!(paged, listed.iter().collect::<Vec<_>>());
+        let (status, body) = host.get(&format!("{tokens}?cursor=bm9wZQ"), key).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["param"], "cursor", "{body}");
         assert_eq!(listed[0]["id"], admin["id"]);
         assert_eq!(listed[1]["display_name"], "Ada");
         assert_eq!(listed[0]["prefix"], admin_token[..12]);
