@@ -668,14 +668,8 @@ impl Store {
 
     /// A tenant's installs, by app.
     pub async fn installs(&self, org_id: &str, tenant_id: &str) -> Result<Vec<Install>> {
-        on_pool!(self, pool => {
-            let rows = sqlx::query(&format!(
-                "SELECT {COLUMNS} FROM installs WHERE org_id = $1 AND tenant_id = $2 ORDER BY app_slug"
-            ))
-            .bind(org_id).bind(tenant_id)
-            .fetch_all(pool).await?;
-            rows.iter().map(install_from).collect()
-        })
+        let tenant = crate::TenantKey::new(org_id, tenant_id);
+        self.installs_page(&tenant, None, i64::MAX).await
     }
 }
 

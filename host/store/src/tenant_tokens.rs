@@ -319,20 +319,8 @@ impl Store {
 
     /// The tokens of one tenant, revoked ones included, oldest first.
     pub async fn tenant_tokens(&self, org_id: &str, tenant_id: &str) -> Result<Vec<TenantToken>> {
-        let sql = format!(
-            "SELECT {COLUMNS} {FROM} WHERE t.org_id = $1 AND t.tenant_id = $2 ORDER BY t.created_at, t.id"
-        );
-        let tokens = on_pool!(self, pool => {
-            sqlx::query(&sql)
-                .bind(org_id)
-                .bind(tenant_id)
-                .fetch_all(pool)
-                .await?
-                .iter()
-                .map(token_from)
-                .collect::<Result<Vec<_>>>()?
-        });
-        Ok(tokens)
+        let tenant = crate::TenantKey::new(org_id, tenant_id);
+        self.tenant_tokens_page(&tenant, None, i64::MAX).await
     }
 
     /// A page of a tenant's tokens, oldest first: at most `limit`, after the token created at
