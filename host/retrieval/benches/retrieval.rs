@@ -7,6 +7,7 @@
 //! the built-in semantic embedder (`all-minilm-l6-v2`) instead of the lexical one.
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+use atrium_store::TenantKey;
 use std::time::{Duration, Instant};
 
 use atrium_inference::embed::{Embedders, semantic};
@@ -135,7 +136,7 @@ async fn build(target: i64) -> Setup {
     .await
     .unwrap();
     retrieval
-        .create_collection(&org, "t", "corpus")
+        .create_collection(&TenantKey::new(&org, "t"), "corpus")
         .await
         .unwrap();
     let words = vocabulary();
@@ -149,7 +150,13 @@ async fn build(target: i64) -> Setup {
     let titles: Vec<String> = (0..docs.len()).map(|i| format!("Document {i}")).collect();
     for (batch, names) in docs.chunks(4).zip(titles.chunks(4)) {
         let results = futures::future::join_all(batch.iter().zip(names).map(|(text, title)| {
-            retrieval.add_document(&org, "t", "corpus", title, text.clone(), "text")
+            retrieval.add_document(
+                &TenantKey::new(&org, "t"),
+                "corpus",
+                title,
+                text.clone(),
+                "text",
+            )
         }))
         .await;
         for r in results {
@@ -205,7 +212,7 @@ async fn latency(setup: &Setup) {
     for q in qs.iter().take(20) {
         setup
             .retrieval
-            .query(&setup.org, "t", "corpus", q, 5)
+            .query(&TenantKey::new(&setup.org, "t"), "corpus", q, 5)
             .await
             .unwrap();
     }
@@ -214,7 +221,7 @@ async fn latency(setup: &Setup) {
         let started = Instant::now();
         let found = setup
             .retrieval
-            .query(&setup.org, "t", "corpus", q, 5)
+            .query(&TenantKey::new(&setup.org, "t"), "corpus", q, 5)
             .await
             .unwrap();
         times.push(started.elapsed());
@@ -259,7 +266,7 @@ fn main() {
                         let s = &setup;
                         async move {
                             s.retrieval
-                                .query(&s.org, "t", "corpus", &q, 5)
+                                .query(&TenantKey::new(&s.org, "t"), "corpus", &q, 5)
                                 .await
                                 .unwrap()
                         }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use atrium_inference::embed::Embedder;
-use atrium_store::{Collection, CollectionSummary};
+use atrium_store::{Collection, CollectionSummary, TenantKey};
 
 use crate::error::storage;
 use crate::{Retrieval, RetrievalError, table};
@@ -14,16 +14,16 @@ impl Retrieval {
     /// A tenant's collection by name, or [`RetrievalError::NotFound`].
     pub(crate) async fn collection(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         name: &str,
     ) -> Result<Collection, RetrievalError> {
         self.store
-            .collection(org_id, tenant_id, name)
+            .collection(tenant, name)
             .await?
             .ok_or_else(|| {
                 RetrievalError::NotFound(format!(
-                    "collection `{name}` does not exist for tenant `{tenant_id}`; create it with POST /v1/rag/{name}"
+                    "collection `{name}` does not exist for tenant `{}`; create it with POST /v1/rag/{name}",
+                    tenant.tenant_id
                 ))
             })
     }
@@ -56,21 +56,14 @@ impl Retrieval {
     /// created it. A new collection uses the host's default embedder for good.
     pub async fn create_collection(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         name: &str,
     ) -> Result<(Collection, bool), RetrievalError> {
         self.guarded(async {
             let embedder = self.embedders.default_embedder();
             let (collection, created) = self
                 .store
-                .create_collection(
-                    org_id,
-                    tenant_id,
-                    name,
-                    embedder.provider(),
-                    embedder.model(),
-                )
+                .create_collection(tenant, name, embedder.provider(), embedder.model())
                 .await?;
             self.handle(&collection).await?;
             Ok((collection, created))
@@ -81,9 +74,8 @@ impl Retrieval {
     /// The collections of a tenant with their counts.
     pub async fn list_collections(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
     ) -> Result<Vec<CollectionSummary>, RetrievalError> {
-        Ok(self.store.list_collections(org_id, tenant_id).await?)
+        Ok(self.store.list_collections(tenant).await?)
     }
 }

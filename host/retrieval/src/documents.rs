@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use atrium_store::Document;
+use atrium_store::{Document, TenantKey};
 
 use crate::error::{invalid, storage};
 use crate::pdf::{self, PdfError};
@@ -30,29 +30,42 @@ pub struct Added {
 }
 
 impl Retrieval {
-    /// The indexed documents of a collection.
+    /// The indexed documents of a collection, oldest first.
     pub async fn documents(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         name: &str,
     ) -> Result<Vec<Document>, RetrievalError> {
-        let collection = self.collection(org_id, tenant_id, name).await?;
-        Ok(self.store.documents(&collection.id).await?)
+        self.documents_page(tenant, name, None, i64::MAX).await
+    }
+
+    /// A page of the indexed documents of a collection, oldest first: at most `limit`, after
+    /// the document created at `after.0` (ms) with id `after.1`.
+    pub async fn documents_page(
+        &self,
+        tenant: &TenantKey,
+        name: &str,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<Document>, RetrievalError> {
+        let collection = self.collection(tenant, name).await?;
+        Ok(self
+            .store
+            .documents_page(&collection.id, after, limit)
+            .await?)
     }
 
     /// Adds a document: splits, embeds and writes it; it is either fully indexed or absent.
     /// `source` says where the text came from (`text`, `pdf`, `file`).
     pub async fn add_document(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         name: &str,
         title: &str,
         text: String,
         source: &str,
     ) -> Result<Added, RetrievalError> {
-        let collection = self.collection(org_id, tenant_id, name).await?;
+        let collection = self.collection(tenant, name).await?;
         let title = title.trim();
         if title.is_empty() {
             return Err(invalid("title", "title must not be empty"));
@@ -148,13 +161,12 @@ impl Retrieval {
     /// Deletes a document and its chunks.
     pub async fn delete_document(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         name: &str,
         document_id: &str,
     ) -> Result<(), RetrievalError> {
         self.guarded(async {
-            let collection = self.collection(org_id, tenant_id, name).await?;
+            let collection = self.collection(tenant, name).await?;
             let not_found = || {
                 RetrievalError::NotFound(format!(
                     "document `{document_id}` does not exist in collection `{name}`"

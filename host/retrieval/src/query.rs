@@ -13,6 +13,8 @@ use futures::TryStreamExt;
 use lancedb::index::scalar::FullTextSearchQuery;
 use lancedb::query::{ExecutableQuery, HasQuery, QueryBase, Select};
 
+use atrium_store::TenantKey;
+
 use crate::error::{invalid, storage};
 use crate::{EmbedUsage, Retrieval, RetrievalError, usage_of};
 
@@ -62,8 +64,7 @@ impl Retrieval {
     /// The `top_k` best chunks for `query`, by hybrid vector and full-text search.
     pub async fn query(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         name: &str,
         query: &str,
         top_k: usize,
@@ -84,7 +85,7 @@ impl Retrieval {
             ));
         }
         self.guarded(async {
-            let collection = self.collection(org_id, tenant_id, name).await?;
+            let collection = self.collection(tenant, name).await?;
             let embedder = self.embedder(&collection)?;
             let embedded = embedder.embed(&[query.to_owned()]).await?;
             let usage = usage_of(embedder.as_ref(), embedded.prompt_tokens);

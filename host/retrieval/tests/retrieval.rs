@@ -2,6 +2,7 @@
 //! PDF sandbox's limits against hostile files.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+use atrium_store::TenantKey;
 use std::io::Write;
 use std::time::Duration;
 
@@ -41,14 +42,16 @@ fn text(topic: &str, seed: usize) -> String {
 async fn upkeep_builds_the_vector_index_and_new_rows_are_found_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let (_store, retrieval, org) = open(dir.path(), 300).await;
-    retrieval.create_collection(&org, "t", "big").await.unwrap();
+    retrieval
+        .create_collection(&TenantKey::new(&org, "t"), "big")
+        .await
+        .unwrap();
     let mut chunks = 0;
     let mut ids = Vec::new();
     for i in 0..60 {
         let added = retrieval
             .add_document(
-                &org,
-                "t",
+                &TenantKey::new(&org, "t"),
                 "big",
                 &format!("Doc {i}"),
                 text(&format!("topic{i}"), i),
@@ -68,7 +71,7 @@ async fn upkeep_builds_the_vector_index_and_new_rows_are_found_at_once() {
     );
 
     let found = retrieval
-        .query(&org, "t", "big", "topic17", 3)
+        .query(&TenantKey::new(&org, "t"), "big", "topic17", 3)
         .await
         .unwrap();
     assert_eq!(
@@ -80,8 +83,7 @@ async fn upkeep_builds_the_vector_index_and_new_rows_are_found_at_once() {
     // A document added after the index is found before any upkeep.
     let late = retrieval
         .add_document(
-            &org,
-            "t",
+            &TenantKey::new(&org, "t"),
             "big",
             "Late",
             "The quokka census happens every spring.".into(),
@@ -90,7 +92,7 @@ async fn upkeep_builds_the_vector_index_and_new_rows_are_found_at_once() {
         .await
         .unwrap();
     let found = retrieval
-        .query(&org, "t", "big", "quokka census", 3)
+        .query(&TenantKey::new(&org, "t"), "big", "quokka census", 3)
         .await
         .unwrap();
     assert_eq!(found.matches[0].document_id, late.document.id);
@@ -100,20 +102,20 @@ async fn upkeep_builds_the_vector_index_and_new_rows_are_found_at_once() {
     let idle = retrieval.upkeep_once().await.unwrap();
     assert_eq!(idle.tables, 0, "nothing was written since: {idle:?}");
     let found = retrieval
-        .query(&org, "t", "big", "quokka census", 3)
+        .query(&TenantKey::new(&org, "t"), "big", "quokka census", 3)
         .await
         .unwrap();
     assert_eq!(found.matches[0].document_id, late.document.id);
 
     // Deleting is upkeep work too, and the deleted rows are gone from the index.
     retrieval
-        .delete_document(&org, "t", "big", &late.document.id)
+        .delete_document(&TenantKey::new(&org, "t"), "big", &late.document.id)
         .await
         .unwrap();
     let report = retrieval.upkeep_once().await.unwrap();
     assert_eq!(report.tables, 1);
     let found = retrieval
-        .query(&org, "t", "big", "quokka census", 3)
+        .query(&TenantKey::new(&org, "t"), "big", "quokka census", 3)
         .await
         .unwrap();
     assert!(
@@ -128,9 +130,18 @@ async fn upkeep_builds_the_vector_index_and_new_rows_are_found_at_once() {
 async fn documents_a_stopped_writer_left_unfinished_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     let (store, retrieval, org) = open(dir.path(), 10_000).await;
-    let (collection, _) = retrieval.create_collection(&org, "t", "c").await.unwrap();
+    let (collection, _) = retrieval
+        .create_collection(&TenantKey::new(&org, "t"), "c")
+        .await
+        .unwrap();
     let kept = retrieval
-        .add_document(&org, "t", "c", "Kept", "This one finished.".into(), "text")
+        .add_document(
+            &TenantKey::new(&org, "t"),
+            "c",
+            "Kept",
+            "This one finished.".into(),
+            "text",
+        )
         .await
         .unwrap();
     // A writer that stopped between its row and its chunks.
@@ -153,7 +164,10 @@ async fn documents_a_stopped_writer_left_unfinished_are_removed() {
             .unwrap()
             .is_none()
     );
-    let listed = retrieval.documents(&org, "t", "c").await.unwrap();
+    let listed = retrieval
+        .documents(&TenantKey::new(&org, "t"), "c")
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, kept.document.id);
 }
@@ -292,9 +306,18 @@ async fn table_rows(dir: &std::path::Path, collection_id: &str) -> usize {
 async fn a_write_that_fails_after_the_chunks_are_appended_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (_store, retrieval, org) = open(dir.path(), 10_000).await;
-    let (collection, _) = retrieval.create_collection(&org, "t", "c").await.unwrap();
+    let (collection, _) = retrieval
+        .create_collection(&TenantKey::new(&org, "t"), "c")
+        .await
+        .unwrap();
     let kept = retrieval
-        .add_document(&org, "t", "c", "Kept", text("kept", 1), "text")
+        .add_document(
+            &TenantKey::new(&org, "t"),
+            "c",
+            "Kept",
+            text("kept", 1),
+            "text",
+        )
         .await
         .unwrap();
     let rows_before = table_rows(dir.path(), &collection.id).await;
@@ -316,7 +339,13 @@ async fn a_write_that_fails_after_the_chunks_are_appended_leaves_nothing() {
     .await
     .unwrap();
     let failed = retrieval
-        .add_document(&org, "t", "c", "Doomed", text("wombat", 2), "text")
+        .add_document(
+            &TenantKey::new(&org, "t"),
+            "c",
+            "Doomed",
+            text("wombat", 2),
+            "text",
+        )
         .await
         .expect_err("the last step fails");
     let message = failed.to_string();
@@ -332,9 +361,15 @@ async fn a_write_that_fails_after_the_chunks_are_appended_leaves_nothing() {
         .unwrap();
     assert_eq!(rows, 1, "only the kept document's row");
     assert_eq!(table_rows(dir.path(), &collection.id).await, rows_before);
-    let listed = retrieval.documents(&org, "t", "c").await.unwrap();
+    let listed = retrieval
+        .documents(&TenantKey::new(&org, "t"), "c")
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 1);
-    let found = retrieval.query(&org, "t", "c", "wombat", 5).await.unwrap();
+    let found = retrieval
+        .query(&TenantKey::new(&org, "t"), "c", "wombat", 5)
+        .await
+        .unwrap();
     assert!(
         found.matches.iter().all(|m| m.title == "Kept"),
         "{:?}",
@@ -347,13 +382,22 @@ async fn a_write_that_fails_after_the_chunks_are_appended_leaves_nothing() {
         .await
         .unwrap();
     let added = retrieval
-        .add_document(&org, "t", "c", "Doomed", text("wombat", 2), "text")
+        .add_document(
+            &TenantKey::new(&org, "t"),
+            "c",
+            "Doomed",
+            text("wombat", 2),
+            "text",
+        )
         .await
         .unwrap();
     assert_eq!(
         table_rows(dir.path(), &collection.id).await,
         rows_before + usize::try_from(added.document.chunks).unwrap()
     );
-    let found = retrieval.query(&org, "t", "c", "wombat", 1).await.unwrap();
+    let found = retrieval
+        .query(&TenantKey::new(&org, "t"), "c", "wombat", 1)
+        .await
+        .unwrap();
     assert_eq!(found.matches[0].document_id, added.document.id);
 }

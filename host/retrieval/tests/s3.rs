@@ -3,6 +3,7 @@
 //! installed from PyPI into the build cache on first use and run on a free local port.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+use atrium_store::TenantKey;
 use std::time::Duration;
 
 use atrium_inference::embed::Embedders;
@@ -62,7 +63,7 @@ async fn collections_live_on_s3_compatible_storage() {
         .await
         .unwrap();
     retrieval
-        .create_collection(&org, "t", "notes")
+        .create_collection(&TenantKey::new(&org, "t"), "notes")
         .await
         .unwrap();
     let mut ids = Vec::new();
@@ -71,7 +72,13 @@ async fn collections_live_on_s3_compatible_storage() {
         "aardvark", "bison", "caracal", "dugong", "echidna", "fossa", "gharial", "hoatzin",
     ] {
         let added = retrieval
-            .add_document(&org, "t", "notes", topic, text(topic, 500), "text")
+            .add_document(
+                &TenantKey::new(&org, "t"),
+                "notes",
+                topic,
+                text(topic, 500),
+                "text",
+            )
             .await
             .unwrap();
         chunks += added.document.chunks;
@@ -79,7 +86,7 @@ async fn collections_live_on_s3_compatible_storage() {
     }
     assert!(chunks >= 300, "{chunks} chunks");
     let found = retrieval
-        .query(&org, "t", "notes", "dugong", 3)
+        .query(&TenantKey::new(&org, "t"), "notes", "dugong", 3)
         .await
         .unwrap();
     assert_eq!(found.matches[0].document_id, ids[3], "{:?}", found.matches);
@@ -96,11 +103,11 @@ async fn collections_live_on_s3_compatible_storage() {
         "{report:?}"
     );
     retrieval
-        .delete_document(&org, "t", "notes", &ids[3])
+        .delete_document(&TenantKey::new(&org, "t"), "notes", &ids[3])
         .await
         .unwrap();
     let found = retrieval
-        .query(&org, "t", "notes", "dugong", 3)
+        .query(&TenantKey::new(&org, "t"), "notes", "dugong", 3)
         .await
         .unwrap();
     assert!(
@@ -113,7 +120,17 @@ async fn collections_live_on_s3_compatible_storage() {
     let other = Retrieval::open(store, Embedders::default(), config)
         .await
         .unwrap();
-    let found = other.query(&org, "t", "notes", "hoatzin", 3).await.unwrap();
+    let found = other
+        .query(&TenantKey::new(&org, "t"), "notes", "hoatzin", 3)
+        .await
+        .unwrap();
     assert_eq!(found.matches[0].document_id, ids[7], "{:?}", found.matches);
-    assert_eq!(other.documents(&org, "t", "notes").await.unwrap().len(), 7);
+    assert_eq!(
+        other
+            .documents(&TenantKey::new(&org, "t"), "notes")
+            .await
+            .unwrap()
+            .len(),
+        7
+    );
 }

@@ -472,20 +472,48 @@ impl Store {
 
     /// The apps a developer owns, by slug.
     pub async fn apps_of(&self, developer_id: &str) -> Result<Vec<App>> {
+        self.apps_of_page(developer_id, None, i64::MAX).await
+    }
+
+    /// A page of the apps a developer owns, by slug: at most `limit`, after slug `after`.
+    pub async fn apps_of_page(
+        &self,
+        developer_id: &str,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<App>> {
         on_pool!(self, pool => {
-            let rows = sqlx::query(&format!("SELECT {APP_COLUMNS} FROM apps WHERE owner_id = $1 ORDER BY slug"))
-                .bind(developer_id).fetch_all(pool).await?;
+            let rows = sqlx::query(&format!(
+                "SELECT {APP_COLUMNS} FROM apps WHERE owner_id = $1 AND slug > $2 ORDER BY slug LIMIT $3"
+            ))
+            .bind(developer_id).bind(after.unwrap_or("")).bind(limit)
+            .fetch_all(pool).await?;
             rows.iter().map(app_from).collect()
         })
     }
 
     /// Every version of an app, newest first.
     pub async fn versions(&self, slug: &str) -> Result<Vec<AppVersion>> {
+        self.versions_page(slug, None, i64::MAX).await
+    }
+
+    /// A page of an app's versions, newest first: at most `limit`, after (older than) the
+    /// version registered at `after.0` named `after.1`.
+    pub async fn versions_page(
+        &self,
+        slug: &str,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<AppVersion>> {
+        let (at, version) = after.unwrap_or((i64::MAX, ""));
         on_pool!(self, pool => {
             let rows = sqlx::query(&format!(
-                "SELECT {VERSION_COLUMNS} FROM app_versions WHERE app_slug = $1 ORDER BY created_at DESC, version DESC"
+                "SELECT {VERSION_COLUMNS} FROM app_versions WHERE app_slug = $1 \
+                 AND (created_at < $2 OR (created_at = $2 AND version < $3)) \
+                 ORDER BY created_at DESC, version DESC LIMIT $4"
             ))
-            .bind(slug).fetch_all(pool).await?;
+            .bind(slug).bind(at).bind(version).bind(limit)
+            .fetch_all(pool).await?;
             rows.iter().map(version_from).collect()
         })
     }

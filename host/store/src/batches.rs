@@ -4,7 +4,7 @@
 
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, UsageRecord, now_millis, on_pool, random_hex};
+use crate::{Result, Store, StoreError, TenantKey, UsageRecord, now_millis, on_pool, random_hex};
 
 /// A batch item's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +69,23 @@ pub struct Batch {
     pub items: Vec<BatchItem>,
 }
 
+/// A batch without its items: what a list of batches shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchSummary {
+    /// `batch_...`.
+    pub id: String,
+    /// The tenant the batch is attributed to.
+    pub tenant_id: String,
+    /// Creation time, ms since the epoch.
+    pub created_at: i64,
+    /// How many items it holds.
+    pub total: i64,
+    /// How many finished with a completion.
+    pub completed: i64,
+    /// How many finished with an error.
+    pub failed: i64,
+}
+
 /// An item claimed by a runner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimedItem {
@@ -86,10 +103,10 @@ impl Store {
     /// Stores a batch and its items (custom id and request JSON each), all queued.
     pub async fn create_batch(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         items: &[(String, String)],
     ) -> Result<String> {
+        let TenantKey { org_id, tenant_id } = tenant;
         crate::tenants::check_tenant_id(tenant_id)?;
         let id = format!("batch_{}", random_hex(12)?);
         let now = now_millis();
@@ -132,6 +149,39 @@ impl Store {
             Batch { id: row.try_get("id")?, tenant_id: row.try_get("tenant_id")?, created_at: row.try_get("created_at")?, items }
         });
         Ok(Some(batch))
+    }
+
+    /// A page of an organization's batches, newest first, with their counts: at most `limit`,
+    /// after (older than) the batch created at `after.0` with id `after.1`.
+    pub async fn batches_page(
+        &self,
+        org_id: &str,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<BatchSummary>> {
+        let (at, id) = after.unwrap_or((i64::MAX, ""));
+        const SQL: &str = "SELECT b.id, b.tenant_id, b.created_at, \
+             CAST(COUNT(i.idx) AS BIGINT) AS total, \
+             CAST(COALESCE(SUM(CASE WHEN i.status = 'completed' THEN 1 ELSE 0 END), 0) AS BIGINT) AS completed, \
+             CAST(COALESCE(SUM(CASE WHEN i.status = 'failed' THEN 1 ELSE 0 END), 0) AS BIGINT) AS failed \
+             FROM batches b LEFT JOIN batch_items i ON i.batch_id = b.id \
+             WHERE b.org_id = $1 AND (b.created_at < $2 OR (b.created_at = $2 AND b.id < $3)) \
+             GROUP BY b.id, b.tenant_id, b.created_at \
+             ORDER BY b.created_at DESC, b.id DESC LIMIT $4";
+        let list = on_pool!(self, pool => {
+            sqlx::query(SQL).bind(org_id).bind(at).bind(id).bind(limit).fetch_all(pool).await?
+                .iter()
+                .map(|r| Ok(BatchSummary {
+                    id: r.try_get("id")?,
+                    tenant_id: r.try_get("tenant_id")?,
+                    created_at: r.try_get("created_at")?,
+                    total: r.try_get("total")?,
+                    completed: r.try_get("completed")?,
+                    failed: r.try_get("failed")?,
+                }))
+                .collect::<Result<Vec<_>, sqlx::Error>>()?
+        });
+        Ok(list)
     }
 
     /// Re-queues items claimed before `stale_before` (ms since the epoch) that never finished:

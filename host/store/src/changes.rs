@@ -77,11 +77,11 @@ pub enum Change {
 
 impl Change {
     /// The change to an install.
-    pub(crate) fn install(org_id: &str, tenant_id: &str, app_slug: &str) -> Change {
+    pub(crate) fn install(install: &crate::InstallKey) -> Change {
         Change::Install {
-            org_id: org_id.to_owned(),
-            tenant_id: tenant_id.to_owned(),
-            app_slug: app_slug.to_owned(),
+            org_id: install.org_id.clone(),
+            tenant_id: install.tenant_id.clone(),
+            app_slug: install.app_slug.clone(),
         }
     }
 

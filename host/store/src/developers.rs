@@ -115,7 +115,8 @@ impl Store {
                     "there is no organization `{org}` (create one with `atrium keys create --org <name>`)"
                 )));
             };
-            self.ensure_tenant(&org_id, tenant).await?;
+            self.ensure_tenant(&crate::TenantKey::new(&org_id, tenant))
+                .await?;
             dev_tenant = Some((org_id, tenant));
         }
         let id = format!("dev_{}", random_hex(8)?);

@@ -4,18 +4,18 @@
 use sqlx::Row;
 
 use crate::installs::json_list;
-use crate::{Result, Store, on_pool};
+use crate::{Result, Store, TenantKey, on_pool};
 
 impl Store {
     /// The grant from `caller` to `callee` in a tenant: allowed agents and whether both sides
     /// approved and it is not revoked.
     pub async fn grant(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         caller: &str,
         callee: &str,
     ) -> Result<Option<(Vec<String>, bool)>> {
+        let TenantKey { org_id, tenant_id } = tenant;
         on_pool!(self, pool => {
             let row = sqlx::query(
                 "SELECT allowed_agents, caller_approved_at, callee_approved_at, revoked_at FROM grants \

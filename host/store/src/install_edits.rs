@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use sqlx::Row;
 
 use crate::installs::{json_object, to_json};
-use crate::{Result, Store, now_millis, on_pool};
+use crate::{InstallKey, Result, Store, now_millis, on_pool};
 
 /// The tenant-edited parts of an install.
 #[derive(Debug, Clone, Copy)]
@@ -27,70 +27,47 @@ impl Edited {
 
 impl Store {
     /// A tenant's edits of an install's agents: agent id to the edited fields.
-    pub async fn agent_edits(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-    ) -> Result<Map<String, Value>> {
-        self.install_edits(Edited::Agents, org_id, tenant_id, app_slug)
-            .await
+    pub async fn agent_edits(&self, install: &InstallKey) -> Result<Map<String, Value>> {
+        self.install_edits(Edited::Agents, install).await
     }
 
     /// Replaces the edits of one agent of an install.
     pub async fn put_agent_edits(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         agent_id: &str,
         edits: &Map<String, Value>,
     ) -> Result<()> {
-        self.put_install_edits(
-            Edited::Agents,
-            (org_id, tenant_id, app_slug),
-            agent_id,
-            edits,
-        )
-        .await
+        self.put_install_edits(Edited::Agents, install, agent_id, edits)
+            .await
     }
 
     /// A tenant's overrides of an install's workflows: workflow id to the overridden fields.
-    pub async fn workflow_overrides(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-    ) -> Result<Map<String, Value>> {
-        self.install_edits(Edited::Workflows, org_id, tenant_id, app_slug)
-            .await
+    pub async fn workflow_overrides(&self, install: &InstallKey) -> Result<Map<String, Value>> {
+        self.install_edits(Edited::Workflows, install).await
     }
 
     /// Replaces the overrides of one workflow of an install.
     pub async fn put_workflow_overrides(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         workflow_id: &str,
         overrides: &Map<String, Value>,
     ) -> Result<()> {
-        self.put_install_edits(
-            Edited::Workflows,
-            (org_id, tenant_id, app_slug),
-            workflow_id,
-            overrides,
-        )
-        .await
+        self.put_install_edits(Edited::Workflows, install, workflow_id, overrides)
+            .await
     }
 
     async fn install_edits(
         &self,
         what: Edited,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
     ) -> Result<Map<String, Value>> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         let (table, id, column) = what.names();
         on_pool!(self, pool => {
             let rows = sqlx::query(&format!(
@@ -110,12 +87,16 @@ impl Store {
     async fn put_install_edits(
         &self,
         what: Edited,
-        install: (&str, &str, &str),
+        install: &InstallKey,
         item: &str,
         edits: &Map<String, Value>,
     ) -> Result<()> {
         let (table, id, column) = what.names();
-        let (org_id, tenant_id, app_slug) = install;
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         let now = now_millis();
         let text = to_json(edits)?;
         on_pool!(self, pool => {

@@ -10,7 +10,9 @@ use serde_json::{Map, Value};
 use sqlx::Row;
 
 use crate::changes::Change;
-use crate::{InstallValueKind, Result, Store, StoreError, now_millis, on_pool};
+use crate::{
+    InstallKey, InstallValueKind, Result, Store, StoreError, TenantKey, now_millis, on_pool,
+};
 
 /// Whether an install runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +96,20 @@ pub struct Install {
     pub updated_at: i64,
 }
 
+impl Install {
+    /// The key of this install.
+    #[must_use]
+    pub fn key(&self) -> InstallKey {
+        InstallKey::new(&self.org_id, &self.tenant_id, &self.app_slug)
+    }
+
+    /// The tenant that has this install.
+    #[must_use]
+    pub fn tenant(&self) -> TenantKey {
+        TenantKey::new(&self.org_id, &self.tenant_id)
+    }
+}
+
 /// A cross-app grant to create or widen at activation.
 #[derive(Debug, Clone)]
 pub struct NewGrant {
@@ -117,12 +133,8 @@ pub struct NewTemplate {
 /// Everything an activation writes.
 #[derive(Debug, Clone)]
 pub struct Activation<'a> {
-    /// The organization.
-    pub org_id: &'a str,
-    /// The tenant.
-    pub tenant_id: &'a str,
-    /// The app.
-    pub app_slug: &'a str,
+    /// The install.
+    pub install: &'a InstallKey,
     /// The version.
     pub version: &'a str,
     /// Granted scopes.
@@ -143,7 +155,7 @@ pub struct Activation<'a> {
     pub templates: &'a [NewTemplate],
 }
 
-const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, granted_scopes, settings, \
+pub(crate) const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, granted_scopes, settings, \
      rag_bindings, upgrade_policy, pending_version, activated_by, first_activated_at, \
      activated_at, deactivated_at, updated_at";
 
@@ -187,7 +199,7 @@ pub(crate) fn json_object(text: &str) -> Result<Map<String, Value>> {
         .map_err(|e| StoreError::Corrupt(format!("a stored object is not JSON: {e}")))
 }
 
-fn install_from<R: Row>(row: &R) -> Result<Install>
+pub(crate) fn install_from<R: Row>(row: &R) -> Result<Install>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
@@ -230,19 +242,24 @@ impl Store {
     /// Writes an activation (see the module docs). Returns the install and whether this was
     /// its first activation ever (`on_install` fires then only).
     pub async fn activate(&self, a: &Activation<'_>) -> Result<(Install, bool)> {
-        crate::check_tenant_id(a.tenant_id)?;
-        self.ensure_tenant(a.org_id, a.tenant_id).await?;
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = a.install;
+        crate::check_tenant_id(tenant_id)?;
+        self.ensure_tenant(&a.install.tenant()).await?;
         let now = now_millis();
         let scopes = to_json(&a.granted_scopes)?;
         let settings = to_json(a.settings)?;
         let bindings = to_json(a.rag_bindings)?;
-        let changed = Change::install(a.org_id, a.tenant_id, a.app_slug);
+        let changed = Change::install(a.install);
         let first = on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let existed = sqlx::query(
                 "SELECT 1 FROM installs WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3",
             )
-            .bind(a.org_id).bind(a.tenant_id).bind(a.app_slug)
+            .bind(org_id).bind(tenant_id).bind(app_slug)
             .fetch_optional(&mut *tx).await?.is_some();
             sqlx::query(&format!(
                 "INSERT INTO installs ({COLUMNS}) VALUES \
@@ -254,7 +271,7 @@ impl Store {
                    activated_by = excluded.activated_by, activated_at = excluded.activated_at, \
                    deactivated_at = NULL, updated_at = excluded.updated_at"
             ))
-            .bind(a.org_id).bind(a.tenant_id).bind(a.app_slug).bind(a.version)
+            .bind(org_id).bind(tenant_id).bind(app_slug).bind(a.version)
             .bind(&scopes).bind(&settings).bind(&bindings).bind(a.upgrade_policy.as_str())
             .bind(a.activated_by).bind(now)
             .execute(&mut *tx).await?;
@@ -265,14 +282,14 @@ impl Store {
                      ON CONFLICT (org_id, tenant_id, app_slug, kind, key) DO UPDATE SET \
                        sealed = excluded.sealed, updated_at = excluded.updated_at",
                 )
-                .bind(a.org_id).bind(a.tenant_id).bind(a.app_slug).bind(key).bind(sealed).bind(now)
+                .bind(org_id).bind(tenant_id).bind(app_slug).bind(key).bind(sealed).bind(now)
                 .execute(&mut *tx).await?;
             }
             for grant in a.grants {
                 let row = sqlx::query(
                     "SELECT allowed_agents FROM grants WHERE org_id = $1 AND tenant_id = $2 AND caller_app = $3 AND callee_app = $4",
                 )
-                .bind(a.org_id).bind(a.tenant_id).bind(&grant.caller_app).bind(&grant.callee_app)
+                .bind(org_id).bind(tenant_id).bind(&grant.caller_app).bind(&grant.callee_app)
                 .fetch_optional(&mut *tx).await?;
                 let mut agents = match &row {
                     Some(row) => json_list(&row.try_get::<String, _>("allowed_agents")?)?,
@@ -296,7 +313,7 @@ impl Store {
                        callee_approved_at = COALESCE(grants.callee_approved_at, excluded.callee_approved_at), \
                        revoked_at = NULL, updated_at = excluded.updated_at",
                 )
-                .bind(a.org_id).bind(a.tenant_id).bind(&grant.caller_app).bind(&grant.callee_app)
+                .bind(org_id).bind(tenant_id).bind(&grant.caller_app).bind(&grant.callee_app)
                 .bind(&agents).bind(now)
                 .execute(&mut *tx).await?;
             }
@@ -305,7 +322,7 @@ impl Store {
                     "INSERT INTO tenant_templates (org_id, tenant_id, slug, app_slug, body, created_at, updated_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (org_id, tenant_id, slug) DO NOTHING",
                 )
-                .bind(a.org_id).bind(a.tenant_id).bind(&template.slug).bind(a.app_slug)
+                .bind(org_id).bind(tenant_id).bind(&template.slug).bind(app_slug)
                 .bind(&template.body).bind(now)
                 .execute(&mut *tx).await?;
             }
@@ -315,23 +332,21 @@ impl Store {
         });
         self.changed(&[changed]);
         let install = self
-            .install(a.org_id, a.tenant_id, a.app_slug)
+            .install(a.install)
             .await?
-            .ok_or_else(|| {
-                StoreError::NotFound(format!("the install of {} vanished", a.app_slug))
-            })?;
+            .ok_or_else(|| StoreError::NotFound(format!("the install of {} vanished", app_slug)))?;
         Ok((install, first))
     }
 
     /// Deactivates an install; its settings are kept for a later activation.
-    pub async fn deactivate(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-    ) -> Result<Install> {
+    pub async fn deactivate(&self, install: &InstallKey) -> Result<Install> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         let now = now_millis();
-        let change = Change::install(org_id, tenant_id, app_slug);
+        let change = Change::install(install);
         let changed = on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let changed = sqlx::query(
@@ -352,18 +367,18 @@ impl Store {
                 "`{app_slug}` is not active for this tenant"
             )));
         }
-        self.install(org_id, tenant_id, app_slug)
+        self.install(install)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("the install of {app_slug} vanished")))
     }
 
     /// The install of an app by a tenant.
-    pub async fn install(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-    ) -> Result<Option<Install>> {
+    pub async fn install(&self, install: &InstallKey) -> Result<Option<Install>> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         on_pool!(self, pool => {
             let row = sqlx::query(&format!(
                 "SELECT {COLUMNS} FROM installs WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3"
@@ -377,11 +392,14 @@ impl Store {
     /// The keys of an install's sealed values of one kind (`setting` or `override`).
     pub async fn install_secret_keys(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         kind: InstallValueKind,
     ) -> Result<Vec<String>> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         on_pool!(self, pool => {
             Ok(sqlx::query(
                 "SELECT key FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 ORDER BY key",
@@ -399,7 +417,7 @@ impl Store {
     /// in one read.
     pub async fn tenant_install_secret_keys(
         &self,
-        tenant: &crate::TenantKey,
+        tenant: &TenantKey,
         kind: InstallValueKind,
     ) -> Result<Vec<(String, String)>> {
         on_pool!(self, pool => {
@@ -418,11 +436,14 @@ impl Store {
     /// Every sealed value of kind `kind` of an install, by key.
     pub async fn sealed_install_values(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         kind: InstallValueKind,
     ) -> Result<Vec<(String, String)>> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         on_pool!(self, pool => {
             Ok(sqlx::query(
                 "SELECT key, sealed FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 ORDER BY key",
@@ -439,12 +460,15 @@ impl Store {
     /// One sealed value of an install (`setting` or `override`).
     pub async fn sealed_install_value(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         kind: InstallValueKind,
         key: &str,
     ) -> Result<Option<String>> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         on_pool!(self, pool => {
             let row = sqlx::query(
                 "SELECT sealed FROM install_secrets WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND kind = $4 AND key = $5",
@@ -459,15 +483,18 @@ impl Store {
     /// kept).
     pub async fn update_install_settings(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         settings: &Map<String, Value>,
         sealed: &[(String, String)],
     ) -> Result<Install> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         let now = now_millis();
         let text = to_json(settings)?;
-        let change = Change::install(org_id, tenant_id, app_slug);
+        let change = Change::install(install);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let changed = sqlx::query(
@@ -492,7 +519,7 @@ impl Store {
             tx.commit().await?;
         });
         self.changed(&[change]);
-        self.install(org_id, tenant_id, app_slug)
+        self.install(install)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("the install of {app_slug} vanished")))
     }
@@ -501,15 +528,18 @@ impl Store {
     /// `true` when it is new.
     pub async fn put_install_value(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         kind: InstallValueKind,
         key: &str,
         sealed: &str,
     ) -> Result<bool> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         let now = now_millis();
-        let change = Change::install(org_id, tenant_id, app_slug);
+        let change = Change::install(install);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let existed = sqlx::query(
@@ -535,13 +565,16 @@ impl Store {
     /// Deletes one sealed value of an install; `false` when there was none.
     pub async fn delete_install_value(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         kind: InstallValueKind,
         key: &str,
     ) -> Result<bool> {
-        let change = Change::install(org_id, tenant_id, app_slug);
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
+        let change = Change::install(install);
         let deleted = on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let deleted = sqlx::query(
@@ -563,13 +596,13 @@ impl Store {
 
     /// Removes an install with everything it owns ([`INSTALL_TABLES`]): what a first
     /// activation whose `on_install` failed leaves behind is nothing.
-    pub async fn remove_install(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-    ) -> Result<()> {
-        let change = Change::install(org_id, tenant_id, app_slug);
+    pub async fn remove_install(&self, install: &InstallKey) -> Result<()> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
+        let change = Change::install(install);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             for table in INSTALL_TABLES {
@@ -601,15 +634,18 @@ impl Store {
     /// clears its pending version.
     pub async fn upgrade_install(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         version: &str,
         granted_scopes: &[String],
     ) -> Result<()> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         let now = now_millis();
         let scopes = to_json(&granted_scopes)?;
-        let change = Change::install(org_id, tenant_id, app_slug);
+        let change = Change::install(install);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             sqlx::query(
@@ -626,15 +662,14 @@ impl Store {
     }
 
     /// Marks a newer version as waiting for the tenant's consent.
-    pub async fn set_pending_version(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
-        version: &str,
-    ) -> Result<()> {
+    pub async fn set_pending_version(&self, install: &InstallKey, version: &str) -> Result<()> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         let now = now_millis();
-        let change = Change::install(org_id, tenant_id, app_slug);
+        let change = Change::install(install);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             sqlx::query(
@@ -652,7 +687,7 @@ impl Store {
     /// A page of a tenant's installs, by app: at most `limit`, after app `after`.
     pub async fn installs_page(
         &self,
-        tenant: &crate::TenantKey,
+        tenant: &TenantKey,
         after: Option<&str>,
         limit: i64,
     ) -> Result<Vec<Install>> {
@@ -667,9 +702,8 @@ impl Store {
     }
 
     /// A tenant's installs, by app.
-    pub async fn installs(&self, org_id: &str, tenant_id: &str) -> Result<Vec<Install>> {
-        let tenant = crate::TenantKey::new(org_id, tenant_id);
-        self.installs_page(&tenant, None, i64::MAX).await
+    pub async fn installs(&self, tenant: &TenantKey) -> Result<Vec<Install>> {
+        self.installs_page(tenant, None, i64::MAX).await
     }
 }
 

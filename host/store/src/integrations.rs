@@ -36,8 +36,7 @@ impl Store {
         sealed_config: &str,
     ) -> Result<bool> {
         crate::check_tenant_id(&tenant.tenant_id)?;
-        self.ensure_tenant(&tenant.org_id, &tenant.tenant_id)
-            .await?;
+        self.ensure_tenant(tenant).await?;
         let now = now_millis();
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;

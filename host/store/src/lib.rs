@@ -49,7 +49,7 @@ use sqlx::sqlite::{
 pub use apps::{
     App, AppStatus, AppVersion, FileRole, NewVersion, Registered, VersionFile, VersionStatus,
 };
-pub use batches::{Batch, BatchItem, ClaimedItem, ItemStatus};
+pub use batches::{Batch, BatchItem, BatchSummary, ClaimedItem, ItemStatus};
 pub use changes::{Affected, Cache, Change, ChangeFeed, ChangeWatcher, POLL_INTERVAL, STALE_AFTER};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use ids::{InstallKey, InstallValueKind, TenantKey};
@@ -61,7 +61,7 @@ pub use meter::{Backlog, Metering, MeteringWriter};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
-pub use records::{Record, RecordScope};
+pub use records::Record;
 pub use schedules::{ScheduleRun, ScheduleSlot};
 pub use secrets::SecretMeta;
 pub use tenant_tokens::{

@@ -4,7 +4,7 @@
 
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, now_millis, on_pool, random_hex};
+use crate::{Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
 
 /// Longest collection name.
 pub const MAX_COLLECTION_NAME: usize = 128;
@@ -121,12 +121,12 @@ impl Store {
     /// its embedder.
     pub async fn create_collection(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         name: &str,
         embedder: &str,
         model: &str,
     ) -> Result<(Collection, bool)> {
+        let TenantKey { org_id, tenant_id } = tenant;
         crate::tenants::check_tenant_id(tenant_id)?;
         check_collection_name(name)?;
         let id = format!("col_{}", random_hex(12)?);
@@ -144,22 +144,15 @@ impl Store {
             tx.commit().await?;
             n == 1
         });
-        let collection = self
-            .collection(org_id, tenant_id, name)
-            .await?
-            .ok_or_else(|| {
-                StoreError::NotFound(format!("collection {name} vanished while it was created"))
-            })?;
+        let collection = self.collection(tenant, name).await?.ok_or_else(|| {
+            StoreError::NotFound(format!("collection {name} vanished while it was created"))
+        })?;
         Ok((collection, inserted))
     }
 
     /// A collection of a tenant, by name.
-    pub async fn collection(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        name: &str,
-    ) -> Result<Option<Collection>> {
+    pub async fn collection(&self, tenant: &TenantKey, name: &str) -> Result<Option<Collection>> {
+        let TenantKey { org_id, tenant_id } = tenant;
         let sql = format!(
             "SELECT {COLLECTION_COLUMNS} FROM rag_collections WHERE org_id = $1 AND tenant_id = $2 AND name = $3"
         );
@@ -185,11 +178,8 @@ impl Store {
     }
 
     /// The collections of a tenant, by name, with their indexed documents and chunks.
-    pub async fn list_collections(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-    ) -> Result<Vec<CollectionSummary>> {
+    pub async fn list_collections(&self, tenant: &TenantKey) -> Result<Vec<CollectionSummary>> {
+        let TenantKey { org_id, tenant_id } = tenant;
         let sql = "SELECT c.id, c.org_id, c.tenant_id, c.name, c.embedder, c.model, c.created_at, \
                    COUNT(d.id) AS documents, CAST(COALESCE(SUM(d.chunks), 0) AS BIGINT) AS chunks \
                    FROM rag_collections c LEFT JOIN rag_documents d \
@@ -281,11 +271,24 @@ impl Store {
 
     /// The indexed documents of a collection, oldest first.
     pub async fn documents(&self, collection_id: &str) -> Result<Vec<Document>> {
+        self.documents_page(collection_id, None, i64::MAX).await
+    }
+
+    /// A page of a collection's indexed documents, oldest first: at most `limit`, after the
+    /// document created at `after.0` with id `after.1`.
+    pub async fn documents_page(
+        &self,
+        collection_id: &str,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<Document>> {
+        let (at, id) = after.unwrap_or((i64::MIN, ""));
         let sql = format!(
-            "SELECT {DOCUMENT_COLUMNS} FROM rag_documents WHERE collection_id = $1 AND status = 'indexed' ORDER BY created_at, id"
+            "SELECT {DOCUMENT_COLUMNS} FROM rag_documents WHERE collection_id = $1 AND status = 'indexed' \
+             AND (created_at > $2 OR (created_at = $2 AND id > $3)) ORDER BY created_at, id LIMIT $4"
         );
         let list = on_pool!(self, pool => {
-            sqlx::query(&sql).bind(collection_id).fetch_all(pool).await?
+            sqlx::query(&sql).bind(collection_id).bind(at).bind(id).bind(limit).fetch_all(pool).await?
                 .iter().map(document_from_row).collect::<Result<Vec<_>, _>>()?
         });
         Ok(list)

@@ -4,18 +4,7 @@
 use serde_json::{Map, Value};
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, now_millis, on_pool};
-
-/// Which install's records.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordScope<'a> {
-    /// The organization.
-    pub org_id: &'a str,
-    /// The tenant.
-    pub tenant_id: &'a str,
-    /// The app.
-    pub app_slug: &'a str,
-}
+use crate::{InstallKey, Result, Store, StoreError, now_millis, on_pool};
 
 /// A stored record.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +35,7 @@ impl Store {
     /// Creates or replaces a record.
     pub async fn put_record(
         &self,
-        scope: RecordScope<'_>,
+        install: &InstallKey,
         id: &str,
         record_type: &str,
         data: &Map<String, Value>,
@@ -60,19 +49,19 @@ impl Store {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (org_id, tenant_id, app_slug, id) DO UPDATE SET \
                    record_type = excluded.record_type, data = excluded.data, updated_at = excluded.updated_at",
             )
-            .bind(scope.org_id).bind(scope.tenant_id).bind(scope.app_slug).bind(id).bind(record_type).bind(&text).bind(now)
+            .bind(&install.org_id).bind(&install.tenant_id).bind(&install.app_slug).bind(id).bind(record_type).bind(&text).bind(now)
             .execute(pool).await?;
         });
         Ok(())
     }
 
     /// One record by id.
-    pub async fn record(&self, scope: RecordScope<'_>, id: &str) -> Result<Option<Record>> {
+    pub async fn record(&self, install: &InstallKey, id: &str) -> Result<Option<Record>> {
         on_pool!(self, pool => {
             let row = sqlx::query(
                 "SELECT id, record_type, data FROM app_records WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND id = $4",
             )
-            .bind(scope.org_id).bind(scope.tenant_id).bind(scope.app_slug).bind(id)
+            .bind(&install.org_id).bind(&install.tenant_id).bind(&install.app_slug).bind(id)
             .fetch_optional(pool).await?;
             row.as_ref().map(record_from).transpose()
         })
@@ -81,7 +70,7 @@ impl Store {
     /// The records of a type, oldest first, at most `limit`.
     pub async fn records(
         &self,
-        scope: RecordScope<'_>,
+        install: &InstallKey,
         record_type: &str,
         limit: i64,
     ) -> Result<Vec<Record>> {
@@ -91,19 +80,19 @@ impl Store {
                  WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND record_type = $4 \
                  ORDER BY created_at, id LIMIT $5",
             )
-            .bind(scope.org_id).bind(scope.tenant_id).bind(scope.app_slug).bind(record_type).bind(limit)
+            .bind(&install.org_id).bind(&install.tenant_id).bind(&install.app_slug).bind(record_type).bind(limit)
             .fetch_all(pool).await?;
             rows.iter().map(record_from).collect()
         })
     }
 
     /// Deletes a record; `false` when there was none.
-    pub async fn delete_record(&self, scope: RecordScope<'_>, id: &str) -> Result<bool> {
+    pub async fn delete_record(&self, install: &InstallKey, id: &str) -> Result<bool> {
         on_pool!(self, pool => {
             Ok(sqlx::query(
                 "DELETE FROM app_records WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 AND id = $4",
             )
-            .bind(scope.org_id).bind(scope.tenant_id).bind(scope.app_slug).bind(id)
+            .bind(&install.org_id).bind(&install.tenant_id).bind(&install.app_slug).bind(id)
             .execute(pool).await?.rows_affected() == 1)
         })
     }

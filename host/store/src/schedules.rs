@@ -3,7 +3,8 @@
 
 use sqlx::Row;
 
-use crate::{Install, Result, Store, now_millis, on_pool};
+use crate::installs::{COLUMNS, install_from};
+use crate::{Install, InstallKey, Result, Store, now_millis, on_pool};
 
 /// One run of a schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,11 +73,14 @@ impl Store {
     /// The schedule runs of an install, newest first, at most `limit`.
     pub async fn schedule_runs(
         &self,
-        org_id: &str,
-        tenant_id: &str,
-        app_slug: &str,
+        install: &InstallKey,
         limit: i64,
     ) -> Result<Vec<ScheduleRun>> {
+        let InstallKey {
+            org_id,
+            tenant_id,
+            app_slug,
+        } = install;
         on_pool!(self, pool => {
             let rows = sqlx::query(
                 "SELECT schedule, due_at, host, outcome, error FROM schedule_runs \
@@ -100,19 +104,14 @@ impl Store {
 
     /// Every active install, across tenants: what the schedule scanner looks at.
     pub async fn active_installs(&self) -> Result<Vec<Install>> {
-        let keys: Vec<(String, String, String)> = on_pool!(self, pool => {
-            sqlx::query("SELECT org_id, tenant_id, app_slug FROM installs WHERE status = 'active' ORDER BY org_id, tenant_id, app_slug")
-                .fetch_all(pool).await?
-                .iter()
-                .map(|r| Ok::<_, sqlx::Error>((r.try_get("org_id")?, r.try_get("tenant_id")?, r.try_get("app_slug")?)))
-                .collect::<Result<_, sqlx::Error>>()?
-        });
-        let mut installs = Vec::with_capacity(keys.len());
-        for (org, tenant, app) in keys {
-            if let Some(install) = self.install(&org, &tenant, &app).await? {
-                installs.push(install);
-            }
-        }
-        Ok(installs)
+        on_pool!(self, pool => {
+            sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM installs WHERE status = 'active' ORDER BY org_id, tenant_id, app_slug"
+            ))
+            .fetch_all(pool).await?
+            .iter()
+            .map(install_from)
+            .collect()
+        })
     }
 }

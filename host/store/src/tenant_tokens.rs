@@ -10,7 +10,7 @@ use sqlx::Row;
 
 use crate::changes::Change;
 use crate::keys::{check_name, digest};
-use crate::{Result, Store, StoreError, now_millis, on_pool, random_hex};
+use crate::{Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
 
 /// Every tenant token starts with this, so it is told apart from an organization key (`atr_`).
 pub const TENANT_TOKEN_PREFIX: &str = "att_";
@@ -114,6 +114,14 @@ pub struct TenantPrincipal {
     pub display_name: String,
 }
 
+impl TenantPrincipal {
+    /// The tenant the token belongs to.
+    #[must_use]
+    pub fn key(&self) -> TenantKey {
+        TenantKey::new(&self.org_id, &self.tenant_id)
+    }
+}
+
 /// Checks a user id: a UUID in its 8-4-4-4-12 hex form (either case). Returns it lower-cased,
 /// the form it is stored and answered in.
 pub fn check_user_id(user_id: &str) -> Result<String> {
@@ -191,10 +199,10 @@ impl Store {
     /// created when new (first use), and so is the user.
     pub async fn create_tenant_token(
         &self,
-        org_id: &str,
-        tenant_id: &str,
+        tenant: &TenantKey,
         new: &NewTenantToken<'_>,
     ) -> Result<CreatedTenantToken> {
+        let TenantKey { org_id, tenant_id } = tenant;
         let user_id = match new.user_id {
             Some(id) => check_user_id(id)?,
             None => random_uuid()?,
@@ -202,7 +210,7 @@ impl Store {
         if let Some(name) = new.display_name {
             check_display_name(name)?;
         }
-        self.ensure_tenant(org_id, tenant_id).await?;
+        self.ensure_tenant(tenant).await?;
         let now = now_millis();
         let id = format!("ttk_{}", random_hex(8)?);
         let secret = format!("{TENANT_TOKEN_PREFIX}{}", random_hex(32)?);
@@ -318,16 +326,15 @@ impl Store {
     }
 
     /// The tokens of one tenant, revoked ones included, oldest first.
-    pub async fn tenant_tokens(&self, org_id: &str, tenant_id: &str) -> Result<Vec<TenantToken>> {
-        let tenant = crate::TenantKey::new(org_id, tenant_id);
-        self.tenant_tokens_page(&tenant, None, i64::MAX).await
+    pub async fn tenant_tokens(&self, tenant: &TenantKey) -> Result<Vec<TenantToken>> {
+        self.tenant_tokens_page(tenant, None, i64::MAX).await
     }
 
     /// A page of a tenant's tokens, oldest first: at most `limit`, after the token created at
     /// `after.0` with id `after.1`.
     pub async fn tenant_tokens_page(
         &self,
-        tenant: &crate::TenantKey,
+        tenant: &TenantKey,
         after: Option<(i64, &str)>,
         limit: i64,
     ) -> Result<Vec<TenantToken>> {
@@ -354,12 +361,8 @@ impl Store {
     }
 
     /// One token of one tenant.
-    pub async fn tenant_token(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        id: &str,
-    ) -> Result<Option<TenantToken>> {
+    pub async fn tenant_token(&self, tenant: &TenantKey, id: &str) -> Result<Option<TenantToken>> {
+        let TenantKey { org_id, tenant_id } = tenant;
         let sql = format!(
             "SELECT {COLUMNS} {FROM} WHERE t.org_id = $1 AND t.tenant_id = $2 AND t.id = $3"
         );
@@ -375,12 +378,8 @@ impl Store {
     /// Revokes a token of tenant `tenant_id` of organization `org_id`: it never authenticates
     /// again. Revoking twice keeps the first time. A token of another tenant or organization is
     /// [`StoreError::NotFound`], as an unknown one is.
-    pub async fn revoke_tenant_token(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-        id: &str,
-    ) -> Result<TenantToken> {
+    pub async fn revoke_tenant_token(&self, tenant: &TenantKey, id: &str) -> Result<TenantToken> {
+        let TenantKey { org_id, tenant_id } = tenant;
         let now = now_millis();
         let change = Change::TenantToken {
             token_id: id.to_owned(),
@@ -408,11 +407,9 @@ impl Store {
         if revoked {
             self.changed(&[change]);
         }
-        self.tenant_token(org_id, tenant_id, id)
-            .await?
-            .ok_or_else(|| {
-                StoreError::NotFound(format!("tenant `{tenant_id}` has no token with id `{id}`"))
-            })
+        self.tenant_token(tenant, id).await?.ok_or_else(|| {
+            StoreError::NotFound(format!("tenant `{tenant_id}` has no token with id `{id}`"))
+        })
     }
 }
 

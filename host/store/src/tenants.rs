@@ -31,7 +31,8 @@ pub fn check_tenant_id(id: &str) -> Result<()> {
 
 impl Store {
     /// Creates the tenant if it does not exist yet (first use).
-    pub async fn ensure_tenant(&self, org_id: &str, tenant_id: &str) -> Result<()> {
+    pub async fn ensure_tenant(&self, tenant: &crate::TenantKey) -> Result<()> {
+        let crate::TenantKey { org_id, tenant_id } = tenant;
         check_tenant_id(tenant_id)?;
         let now = now_millis();
         on_pool!(self, pool => {
@@ -74,13 +75,17 @@ impl Store {
             .execute(pool)
             .await?;
         });
-        self.tenant(org_id, id)
+        self.tenant(&crate::TenantKey::new(org_id, id))
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("tenant `{id}` vanished")))
     }
 
     /// One tenant of an organization.
-    pub async fn tenant(&self, org_id: &str, id: &str) -> Result<Option<Tenant>> {
+    pub async fn tenant(&self, tenant: &crate::TenantKey) -> Result<Option<Tenant>> {
+        let crate::TenantKey {
+            org_id,
+            tenant_id: id,
+        } = tenant;
         const SQL: &str = "SELECT id, name, external_id, created_at, updated_at FROM tenants WHERE org_id = $1 AND id = $2";
         let tenant = on_pool!(self, pool => {
             match sqlx::query(SQL).bind(org_id).bind(id).fetch_optional(pool).await? {

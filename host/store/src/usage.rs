@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use crate::{Result, Store, now_millis, on_pool, random_hex};
+use crate::{Result, Store, TenantKey, now_millis, on_pool, random_hex};
 
 /// One metered call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,7 +179,8 @@ impl Store {
     }
 
     /// Usage of one tenant, or none when the organization has no such tenant.
-    pub async fn tenant_usage(&self, org_id: &str, tenant_id: &str) -> Result<Option<TenantUsage>> {
+    pub async fn tenant_usage(&self, tenant: &TenantKey) -> Result<Option<TenantUsage>> {
+        let TenantKey { org_id, tenant_id } = tenant;
         let sql = format!("{PER_TENANT} AND t.id = $2 GROUP BY t.id, t.name, t.external_id");
         Ok(self
             .tenant_rows(&sql, org_id, Some(tenant_id))
@@ -189,11 +190,8 @@ impl Store {
     }
 
     /// Usage of one tenant by each installed app that made metered calls, by slug.
-    pub async fn tenant_usage_by_app(
-        &self,
-        org_id: &str,
-        tenant_id: &str,
-    ) -> Result<Vec<AppUsage>> {
+    pub async fn tenant_usage_by_app(&self, tenant: &TenantKey) -> Result<Vec<AppUsage>> {
+        let TenantKey { org_id, tenant_id } = tenant;
         let rows = on_pool!(self, pool => {
             sqlx::query(
                 "SELECT app_slug, COUNT(id) AS calls, \

@@ -2,6 +2,7 @@
 //! command) hold them: a cache over one drops what a write through the other changed at its
 //! next poll, and what a write through itself changed at once.
 
+use atrium_store::TenantKey;
 use atrium_store::{Affected, Cache, Change, KeyOwner, NewTenantToken, STALE_AFTER, TenantRole};
 
 use super::{stores, unique};
@@ -85,7 +86,10 @@ async fn tenant_changes_reach_the_other_handle_and_stale_feeds_answer_nothing() 
             user_id: None,
             display_name: Some("Ada"),
         };
-        let created = one.create_tenant_token(&org, "shop", &new).await.unwrap();
+        let created = one
+            .create_tenant_token(&TenantKey::new(&org, "shop"), &new)
+            .await
+            .unwrap();
         let principal = one
             .authenticate_tenant_token(&created.secret)
             .await
@@ -118,7 +122,7 @@ async fn tenant_changes_reach_the_other_handle_and_stale_feeds_answer_nothing() 
             user_id: Some(&principal.user_id),
             display_name: Some("Ada L."),
         };
-        two.create_tenant_token(&org, "shop", &renamed)
+        two.create_tenant_token(&TenantKey::new(&org, "shop"), &renamed)
             .await
             .unwrap();
         one.poll_changes().await.unwrap();
@@ -132,7 +136,7 @@ async fn tenant_changes_reach_the_other_handle_and_stale_feeds_answer_nothing() 
         cache.fill(created.secret.clone(), principal.clone(), cache.epoch());
 
         // Revoked through the other handle.
-        two.revoke_tenant_token(&org, "shop", &principal.token_id)
+        two.revoke_tenant_token(&TenantKey::new(&org, "shop"), &principal.token_id)
             .await
             .unwrap();
         one.poll_changes().await.unwrap();

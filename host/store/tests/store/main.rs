@@ -5,6 +5,7 @@
 mod changes;
 mod tenant_tokens;
 
+use atrium_store::TenantKey;
 use atrium_store::{Store, StoreError, UsageRecord};
 
 /// The stores to test: a fresh SQLite file, and the test PostgreSQL database if configured.
@@ -135,8 +136,15 @@ async fn secrets_are_never_stored_in_clear() {
 async fn tenants_are_created_on_first_use_and_registered_with_names() {
     for (store, _dir) in stores().await {
         let org = store.create_key(&unique("acme"), "k").await.unwrap().org_id;
-        store.ensure_tenant(&org, "t-1").await.unwrap();
-        let t = store.tenant(&org, "t-1").await.unwrap().unwrap();
+        store
+            .ensure_tenant(&TenantKey::new(&org, "t-1"))
+            .await
+            .unwrap();
+        let t = store
+            .tenant(&TenantKey::new(&org, "t-1"))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!((t.name, t.external_id), (None, None));
 
         let t = store
@@ -156,10 +164,13 @@ async fn tenants_are_created_on_first_use_and_registered_with_names() {
             (t.name.as_deref(), t.external_id.as_deref()),
             (Some("Beta AG"), Some("crm-42"))
         );
-        store.ensure_tenant(&org, "t-1").await.unwrap();
+        store
+            .ensure_tenant(&TenantKey::new(&org, "t-1"))
+            .await
+            .unwrap();
         assert_eq!(
             store
-                .tenant(&org, "t-1")
+                .tenant(&TenantKey::new(&org, "t-1"))
                 .await
                 .unwrap()
                 .unwrap()
@@ -174,16 +185,18 @@ async fn tenants_are_created_on_first_use_and_registered_with_names() {
             .unwrap()
             .org_id;
         assert_eq!(
-            store.tenant(&other, "t-1").await.unwrap(),
+            store.tenant(&TenantKey::new(&other, "t-1")).await.unwrap(),
             None,
             "organizations never share tenants"
         );
         assert!(matches!(
-            store.ensure_tenant(&org, "").await,
+            store.ensure_tenant(&TenantKey::new(&org, "")).await,
             Err(StoreError::Invalid(_))
         ));
         assert!(matches!(
-            store.ensure_tenant(&org, &"x".repeat(257)).await,
+            store
+                .ensure_tenant(&TenantKey::new(&org, "x".repeat(257)))
+                .await,
             Err(StoreError::Invalid(_))
         ));
     }
@@ -239,14 +252,20 @@ async fn usage_rolls_up_per_tenant_and_per_organization() {
 
         assert_eq!(
             store
-                .tenant_usage(&org, "t-b")
+                .tenant_usage(&TenantKey::new(&org, "t-b"))
                 .await
                 .unwrap()
                 .unwrap()
                 .cost_micros,
             750
         );
-        assert_eq!(store.tenant_usage(&org, "nobody").await.unwrap(), None);
+        assert_eq!(
+            store
+                .tenant_usage(&TenantKey::new(&org, "nobody"))
+                .await
+                .unwrap(),
+            None
+        );
 
         let other = store
             .create_key(&unique("globex"), "k")
@@ -255,7 +274,13 @@ async fn usage_rolls_up_per_tenant_and_per_organization() {
             .org_id;
         let theirs = store.usage(&other).await.unwrap();
         assert_eq!((theirs.totals.tenants, theirs.totals.calls), (0, 0));
-        assert_eq!(store.tenant_usage(&other, "t-a").await.unwrap(), None);
+        assert_eq!(
+            store
+                .tenant_usage(&TenantKey::new(&other, "t-a"))
+                .await
+                .unwrap(),
+            None
+        );
     }
 }
 

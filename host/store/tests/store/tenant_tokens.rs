@@ -1,5 +1,6 @@
 //! Tenant tokens: issued per tenant, authenticated by digest, scoped revocation.
 
+use atrium_store::TenantKey;
 use atrium_store::{NewTenantToken, StoreError, TenantRole};
 
 use super::{stores, unique};
@@ -16,8 +17,7 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
 
         let admin = store
             .create_tenant_token(
-                &org,
-                "shop",
+                &TenantKey::new(&org, "shop"),
                 &NewTenantToken {
                     role: TenantRole::Admin,
                     user_id: None,
@@ -36,7 +36,11 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
         assert_eq!(admin.token.prefix, admin.secret[..12]);
         assert_eq!(admin.token.display_name, "Admin");
         assert!(
-            store.tenant(&org, "shop").await.unwrap().is_some(),
+            store
+                .tenant(&TenantKey::new(&org, "shop"))
+                .await
+                .unwrap()
+                .is_some(),
             "the tenant is created"
         );
 
@@ -58,8 +62,7 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
         let user_id = "3F2B9C1E-0D4A-4E8B-9A61-5C7D2E0F1A3B";
         let first = store
             .create_tenant_token(
-                &org,
-                "shop",
+                &TenantKey::new(&org, "shop"),
                 &NewTenantToken {
                     role: TenantRole::User,
                     user_id: Some(user_id),
@@ -72,8 +75,7 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
         assert_eq!(first.token.user_id, user_id.to_ascii_lowercase());
         let second = store
             .create_tenant_token(
-                &org,
-                "shop",
+                &TenantKey::new(&org, "shop"),
                 &NewTenantToken {
                     role: TenantRole::User,
                     user_id: Some(&user_id.to_ascii_lowercase()),
@@ -86,8 +88,7 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
         assert_eq!(second.token.display_name, "Ada", "None keeps the name");
         let renamed = store
             .create_tenant_token(
-                &org,
-                "shop",
+                &TenantKey::new(&org, "shop"),
                 &NewTenantToken {
                     role: TenantRole::User,
                     user_id: Some(user_id),
@@ -108,8 +109,7 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
         // The same user id in another tenant is another user.
         let elsewhere = store
             .create_tenant_token(
-                &org,
-                "warehouse",
+                &TenantKey::new(&org, "warehouse"),
                 &NewTenantToken {
                     role: TenantRole::User,
                     user_id: Some(user_id),
@@ -122,7 +122,10 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
         assert_eq!(elsewhere.token.display_name, "User");
 
         // Oldest first; tokens issued within the same millisecond are ordered by id.
-        let listed = store.tenant_tokens(&org, "shop").await.unwrap();
+        let listed = store
+            .tenant_tokens(&TenantKey::new(&org, "shop"))
+            .await
+            .unwrap();
         let mut expected = [&admin.token, &first.token, &second.token, &renamed.token]
             .map(|t| (t.created_at, t.id.as_str()));
         expected.sort_unstable();
@@ -133,11 +136,19 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
                 .collect::<Vec<_>>(),
             expected
         );
-        assert_eq!(store.tenant_tokens(&other_org, "shop").await.unwrap(), []);
+        assert_eq!(
+            store
+                .tenant_tokens(&TenantKey::new(&other_org, "shop"))
+                .await
+                .unwrap(),
+            []
+        );
 
         // Revocation is scoped to the organization and tenant of the token.
         for (o, t) in [(&other_org, "shop"), (&org, "warehouse")] {
-            let refused = store.revoke_tenant_token(o, t, &first.token.id).await;
+            let refused = store
+                .revoke_tenant_token(&TenantKey::new(o, t), &first.token.id)
+                .await;
             assert!(
                 matches!(refused, Err(StoreError::NotFound(_))),
                 "{refused:?}"
@@ -151,12 +162,12 @@ async fn tenant_tokens_authenticate_until_revoked_and_stay_in_their_tenant() {
                 .is_some()
         );
         let revoked = store
-            .revoke_tenant_token(&org, "shop", &first.token.id)
+            .revoke_tenant_token(&TenantKey::new(&org, "shop"), &first.token.id)
             .await
             .unwrap();
         let at = revoked.revoked_at.unwrap();
         let again = store
-            .revoke_tenant_token(&org, "shop", &first.token.id)
+            .revoke_tenant_token(&TenantKey::new(&org, "shop"), &first.token.id)
             .await
             .unwrap();
         assert_eq!(
@@ -215,8 +226,7 @@ async fn bad_tenant_token_input_writes_nothing() {
         {
             let refused = store
                 .create_tenant_token(
-                    &org,
-                    "shop",
+                    &TenantKey::new(&org, "shop"),
                     &NewTenantToken {
                         role: TenantRole::User,
                         user_id,
@@ -231,11 +241,16 @@ async fn bad_tenant_token_input_writes_nothing() {
                 other => panic!("{other:?}"),
             }
         }
-        assert!(store.tenant(&org, "shop").await.unwrap().is_none());
+        assert!(
+            store
+                .tenant(&TenantKey::new(&org, "shop"))
+                .await
+                .unwrap()
+                .is_none()
+        );
         let refused = store
             .create_tenant_token(
-                &org,
-                "",
+                &TenantKey::new(&org, ""),
                 &NewTenantToken {
                     role: TenantRole::Admin,
                     user_id: None,
