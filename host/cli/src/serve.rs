@@ -283,13 +283,14 @@ pub fn open_registry(
     let issuer = TokenIssuer::load_or_create(data_dir, get(JWT_SECRET_ENV).as_deref())
         .map_err(|e| e.to_string())?;
     tracing::info!(artifacts = %artifacts.location(), oidc = oidc.as_ref().map_or("off", OidcConfig::issuer), "app registry");
-    let registry = atrium_platform::registry::Registry::new(
-        store.clone(),
-        artifacts,
-        runtime,
-        secrets,
-        data_dir.join("bundles"),
-    );
+    let registry =
+        atrium_platform::registry::Registry::new(atrium_platform::registry::RegistryParts {
+            store: store.clone(),
+            artifacts,
+            runtime,
+            secrets,
+            bundles_dir: data_dir.join("bundles"),
+        });
     Ok((registry, Identity::new(issuer, oidc)))
 }
 

@@ -203,11 +203,17 @@ fn api_host() -> &'static Api {
                 })
                 .unwrap();
                 let registry = atrium_platform::registry::Registry::new(
-                    store.clone(),
-                    atrium_platform::artifacts::Artifacts::local(&data.join("artifacts")).unwrap(),
-                    components,
-                    atrium_platform::sealing::SecretsKey::load_or_create(data, None).unwrap(),
-                    data.join("bundles"),
+                    atrium_platform::registry::RegistryParts {
+                        store: store.clone(),
+                        artifacts: atrium_platform::artifacts::Artifacts::local(
+                            &data.join("artifacts"),
+                        )
+                        .unwrap(),
+                        runtime: components,
+                        secrets: atrium_platform::sealing::SecretsKey::load_or_create(data, None)
+                            .unwrap(),
+                        bundles_dir: data.join("bundles"),
+                    },
                 );
                 let state = state.with_registry(registry, identity);
 

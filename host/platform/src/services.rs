@@ -12,10 +12,9 @@
 use std::sync::Arc;
 
 use atrium_runtime::ToolCallError;
-use atrium_store::RecordScope;
 use serde_json::Value;
 
-use crate::registry::{Registry, TenantRef};
+use crate::registry::{Actor, Registry};
 use crate::serving::tools::{self, Chat, Knowledge};
 
 /// What the services are built from.
@@ -86,7 +85,7 @@ impl Services {
     /// `tenant`, its scopes already checked; `knowledge` is the install's slot bindings.
     pub async fn call_tool(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         knowledge: &Knowledge,
         tool: &str,
@@ -94,31 +93,19 @@ impl Services {
     ) -> Result<Value, ToolCallError> {
         if tool.starts_with("knowledge.") {
             let retrieval = self.inner.retrieval.as_ref();
-            return tools::knowledge(
-                retrieval,
-                knowledge,
-                &tenant.org_id,
-                &tenant.tenant_id,
-                tool,
-                args,
-            )
-            .await;
+            return tools::knowledge(retrieval, knowledge, tenant, tool, args).await;
         }
         if tool == "chat.complete" {
             let chat = self.inner.chat.as_ref();
             return tools::chat(chat, tenant, app_slug, tool, args).await;
         }
-        let scope = RecordScope {
-            org_id: &tenant.org_id,
-            tenant_id: &tenant.tenant_id,
-            app_slug,
-        };
-        tools::records(self.inner.registry.store(), scope, tool, args).await
+        let install = tenant.install(app_slug);
+        tools::records(self.inner.registry.store(), &install, tool, args).await
     }
 
     /// `secrets.get`: the tenant's override of the secret, else the developer's default;
     /// none when neither is set, and a value that does not open reads as unset (logged).
-    pub async fn secret(&self, tenant: &TenantRef, app_slug: &str, key: &str) -> Option<String> {
+    pub async fn secret(&self, tenant: &Actor, app_slug: &str, key: &str) -> Option<String> {
         let registry = &self.inner.registry;
         match registry
             .open_install_value(

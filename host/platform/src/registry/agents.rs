@@ -6,7 +6,7 @@ use atrium_manifest::Manifest;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Registry, RegistryError, Result, TenantRef};
+use super::{Actor, Registry, RegistryError, Result};
 
 /// An agent of an install as the tenant sees it: the manifest's, with the tenant's edits.
 #[derive(Debug, Clone, Serialize)]
@@ -110,22 +110,20 @@ impl Registry {
     /// The agents of the tenant's install of `app_slug`, with the tenant's edits.
     pub async fn installed_agents(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
     ) -> Result<Vec<InstalledAgent>> {
         let store = &self.inner.store;
         let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
-        let edits = store
-            .agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?;
+        let edits = store.agent_edits(&tenant.install(app_slug)).await?;
         Ok(merged(&manifest, &edits))
     }
 
     /// Edits one agent of the tenant's install; the edit is merged into earlier ones.
     pub async fn edit_agent(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         agent_id: &str,
         edit: &AgentEdit,
@@ -172,12 +170,10 @@ impl Registry {
                 });
             }
         }
-        let mut edits = store
-            .agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?;
+        let mut edits = store.agent_edits(&tenant.install(app_slug)).await?;
         let this = merge_into(&edits, agent_id, edit)?;
         store
-            .put_agent_edits(&tenant.org_id, &tenant.tenant_id, app_slug, agent_id, &this)
+            .put_agent_edits(&tenant.install(app_slug), agent_id, &this)
             .await?;
         edits.insert(agent_id.to_owned(), Value::Object(this));
         merged(&manifest, &edits)
@@ -292,22 +288,20 @@ impl Registry {
     /// The workflows of the tenant's install, with the tenant's overrides.
     pub async fn installed_workflows(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
     ) -> Result<Vec<InstalledWorkflow>> {
         let store = &self.inner.store;
         let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
-        let overrides = store
-            .workflow_overrides(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?;
+        let overrides = store.workflow_overrides(&tenant.install(app_slug)).await?;
         Ok(merged_workflows(&manifest, &overrides))
     }
 
     /// Overrides fields of one workflow of the tenant's install, merged by the workflow's id.
     pub async fn override_workflow(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         workflow_id: &str,
         o: &WorkflowOverride,
@@ -337,18 +331,10 @@ impl Registry {
                 check_list(field, std::slice::from_ref(v), 1, 1, 500)?;
             }
         }
-        let mut overrides = store
-            .workflow_overrides(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?;
+        let mut overrides = store.workflow_overrides(&tenant.install(app_slug)).await?;
         let this = merge_into(&overrides, workflow_id, o)?;
         store
-            .put_workflow_overrides(
-                &tenant.org_id,
-                &tenant.tenant_id,
-                app_slug,
-                workflow_id,
-                &this,
-            )
+            .put_workflow_overrides(&tenant.install(app_slug), workflow_id, &this)
             .await?;
         overrides.insert(workflow_id.to_owned(), Value::Object(this));
         merged_workflows(&manifest, &overrides)

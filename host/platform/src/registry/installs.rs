@@ -10,7 +10,8 @@
 
 use atrium_manifest::{AutoDefault, InstallSetting, Manifest, SettingType};
 use atrium_store::{
-    Activation, Install, InstallStatus, InstallValueKind, NewGrant, NewTemplate, UpgradePolicy,
+    Activation, Install, InstallStatus, InstallValueKind, NewGrant, NewTemplate, TenantKey,
+    UpgradePolicy,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -18,22 +19,43 @@ use serde_json::{Map, Value};
 use super::{Registry, RegistryError, Result};
 use crate::sealing::Sealed;
 
-/// Who activates: the tenant (of an organization) and the acting user.
-#[derive(Debug, Clone)]
-pub struct TenantRef {
-    /// The organization.
-    pub org_id: String,
+/// Who acts on a tenant's installs: the tenant (of an organization), and the user when one
+/// acts (a tenant token's user; none for the host's own work, such as a schedule or a public
+/// route). It dereferences to its [`TenantKey`], so `actor.install(app)` is the key of the
+/// tenant's install of `app`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
     /// The tenant.
-    pub tenant_id: String,
+    pub tenant: TenantKey,
     /// The acting user, when known (fills `auto_default: activator_user_id`).
     pub user_id: Option<String>,
 }
 
-impl TenantRef {
-    /// The tenant, without the acting user.
+impl Actor {
+    /// `user_id` of `tenant`.
     #[must_use]
-    pub fn key(&self) -> atrium_store::TenantKey {
-        atrium_store::TenantKey::new(&self.org_id, &self.tenant_id)
+    pub fn user(tenant: TenantKey, user_id: impl Into<String>) -> Self {
+        Actor {
+            tenant,
+            user_id: Some(user_id.into()),
+        }
+    }
+
+    /// The host itself, on the tenant's behalf (no user).
+    #[must_use]
+    pub fn host(tenant: TenantKey) -> Self {
+        Actor {
+            tenant,
+            user_id: None,
+        }
+    }
+}
+
+impl std::ops::Deref for Actor {
+    type Target = TenantKey;
+
+    fn deref(&self) -> &TenantKey {
+        &self.tenant
     }
 }
 
@@ -88,7 +110,7 @@ impl Registry {
     /// Activates (or re-activates) `app` for a tenant; see the module docs.
     pub async fn activate(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         request: &ActivateRequest,
     ) -> Result<Activated> {
@@ -97,9 +119,7 @@ impl Registry {
             .app(app_slug)
             .await?
             .ok_or_else(|| RegistryError::NotFound(format!("there is no app `{app_slug}`")))?;
-        let existing = store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
-            .await?;
+        let existing = store.install(&tenant.install(app_slug)).await?;
         let version = match (&request.version, &existing, &app.current_version) {
             (Some(v), _, _) => v.clone(),
             (None, Some(install), _) => install.version.clone(),
@@ -133,7 +153,7 @@ impl Registry {
             (None, None) => UpgradePolicy::Manual,
         };
         let granted = self.check_scopes(&manifest, request, existing.as_ref())?;
-        let integrations = self.integrations(&tenant.key()).await?;
+        let integrations = self.integrations(&tenant.tenant).await?;
         let missing_integrations: Vec<String> = manifest
             .required_integrations
             .iter()
@@ -153,12 +173,7 @@ impl Registry {
         let sealed_keys = match &existing {
             Some(_) => {
                 store
-                    .install_secret_keys(
-                        &tenant.org_id,
-                        &tenant.tenant_id,
-                        app_slug,
-                        InstallValueKind::Setting,
-                    )
+                    .install_secret_keys(&tenant.install(app_slug), InstallValueKind::Setting)
                     .await?
             }
             None => Vec::new(),
@@ -180,9 +195,7 @@ impl Registry {
             .await?;
         let mut missing_apps = Vec::new();
         for dependency in &manifest.cross_app_dependencies {
-            let installed = store
-                .install(&tenant.org_id, &tenant.tenant_id, &dependency.app_id)
-                .await?;
+            let installed = store.install(&tenant.install(&dependency.app_id)).await?;
             if !installed.is_some_and(|i| i.status == InstallStatus::Active) {
                 missing_apps.push(dependency.app_id.clone());
             }
@@ -210,9 +223,7 @@ impl Registry {
         let templates = templates_of(stored.templates.as_deref())?;
         let (install, first) = store
             .activate(&Activation {
-                org_id: &tenant.org_id,
-                tenant_id: &tenant.tenant_id,
-                app_slug,
+                install: &tenant.install(app_slug),
                 version: &version,
                 granted_scopes: &granted,
                 settings: &settings,
@@ -286,7 +297,7 @@ impl Registry {
     #[allow(clippy::too_many_arguments)]
     fn check_settings(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         manifest: &Manifest,
         request: &ActivateRequest,
@@ -339,7 +350,7 @@ impl Registry {
             }
             if setting.kind == SettingType::Secret {
                 let text = value.as_str().unwrap_or_default();
-                let install = tenant.key().install(app_slug);
+                let install = tenant.install(app_slug);
                 let sealed = self.inner.secrets.seal_text(
                     text,
                     Sealed::InstallSetting {
@@ -380,7 +391,7 @@ impl Registry {
 
     async fn check_bindings(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         manifest: &Manifest,
         request: &ActivateRequest,
@@ -400,11 +411,7 @@ impl Registry {
                     bindings.remove(slot);
                 }
                 Value::String(name) => {
-                    let found = self
-                        .inner
-                        .store
-                        .collection(&tenant.org_id, &tenant.tenant_id, name)
-                        .await?;
+                    let found = self.inner.store.collection(&tenant.tenant, name).await?;
                     if found.is_some() {
                         bindings.insert(slot.clone(), Value::String(name.clone()));
                     } else {
@@ -449,7 +456,7 @@ impl Registry {
     /// checks of activation; the next call sees them.
     pub async fn update_settings(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         settings: &Map<String, Value>,
     ) -> Result<Install> {
@@ -457,14 +464,9 @@ impl Registry {
         let install = self.tenant_install(tenant, app_slug).await?;
         let manifest = self.manifest_of(app_slug, &install.version).await?;
         let sealed_keys = store
-            .install_secret_keys(
-                &tenant.org_id,
-                &tenant.tenant_id,
-                app_slug,
-                InstallValueKind::Setting,
-            )
+            .install_secret_keys(&tenant.install(app_slug), InstallValueKind::Setting)
             .await?;
-        let integrations = self.integrations(&tenant.key()).await?;
+        let integrations = self.integrations(&tenant.tenant).await?;
         let request = ActivateRequest {
             settings: settings.clone(),
             ..ActivateRequest::default()
@@ -480,9 +482,7 @@ impl Registry {
         )?;
         Ok(store
             .update_install_settings(
-                &tenant.org_id,
-                &tenant.tenant_id,
-                app_slug,
+                &tenant.install(app_slug),
                 &checked.settings,
                 &checked.sealed,
             )
@@ -493,7 +493,7 @@ impl Registry {
     /// default); `true` when it is new.
     pub async fn put_secret_override(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         key: &str,
         value: &str,
@@ -510,7 +510,7 @@ impl Registry {
         }
         let store = &self.inner.store;
         self.tenant_install(tenant, app_slug).await?;
-        let install = tenant.key().install(app_slug);
+        let install = tenant.install(app_slug);
         let sealed = self.inner.secrets.seal_text(
             value,
             Sealed::SecretOverride {
@@ -520,9 +520,7 @@ impl Registry {
         )?;
         Ok(store
             .put_install_value(
-                &tenant.org_id,
-                &tenant.tenant_id,
-                app_slug,
+                &tenant.install(app_slug),
                 InstallValueKind::Override,
                 key,
                 &sealed,
@@ -533,7 +531,7 @@ impl Registry {
     /// Removes the tenant's override of a secret: the developer's default applies again.
     pub async fn delete_secret_override(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         key: &str,
     ) -> Result<()> {
@@ -541,13 +539,7 @@ impl Registry {
         if self
             .inner
             .store
-            .delete_install_value(
-                &tenant.org_id,
-                &tenant.tenant_id,
-                app_slug,
-                InstallValueKind::Override,
-                key,
-            )
+            .delete_install_value(&tenant.install(app_slug), InstallValueKind::Override, key)
             .await?
         {
             Ok(())
@@ -559,10 +551,10 @@ impl Registry {
     }
 
     /// The tenant's install of `app_slug`, or 404.
-    pub async fn tenant_install(&self, tenant: &TenantRef, app_slug: &str) -> Result<Install> {
+    pub async fn tenant_install(&self, tenant: &Actor, app_slug: &str) -> Result<Install> {
         self.inner
             .store
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .install(&tenant.install(app_slug))
             .await?
             .ok_or_else(|| {
                 RegistryError::NotFound(format!("this tenant has no install of `{app_slug}`"))
@@ -586,11 +578,11 @@ impl Registry {
     }
 
     /// Deactivates an install.
-    pub async fn deactivate(&self, tenant: &TenantRef, app_slug: &str) -> Result<Install> {
+    pub async fn deactivate(&self, tenant: &Actor, app_slug: &str) -> Result<Install> {
         Ok(self
             .inner
             .store
-            .deactivate(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .deactivate(&tenant.install(app_slug))
             .await?)
     }
 }
@@ -598,7 +590,7 @@ impl Registry {
 /// The value the platform fills for an `auto_default` setting, when it can.
 fn auto_default(
     setting: &InstallSetting,
-    tenant: &TenantRef,
+    tenant: &Actor,
     manifest: &Manifest,
     integrations: &Map<String, Value>,
 ) -> Option<Value> {

@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 pub use agents::{AgentEdit, InstalledAgent, InstalledWorkflow, WorkflowOverride};
 pub use bundle::{BUNDLE_ARCHIVE_BYTES, BUNDLE_LIMITS, BundleUpload};
 pub use errors::RegistryError;
-pub use installs::{ActivateRequest, Activated, TenantRef};
+pub use installs::{ActivateRequest, Activated, Actor};
 pub use integrations::MAX_PROVIDER_CHARS;
 pub use preflight::{PreflightFile, PreflightRequest};
 pub use upgrades::{ForcedUpgrade, UpgradeOutcome};
@@ -76,7 +76,7 @@ pub struct Registration {
 pub struct AppDetail {
     /// The app.
     pub app: App,
-    /// Its versions, newest first.
+    /// A page of its versions, newest first.
     pub versions: Vec<AppVersion>,
 }
 
@@ -109,16 +109,30 @@ impl std::fmt::Debug for Registry {
     }
 }
 
+/// What a registry is made of, by name.
+pub struct RegistryParts {
+    /// The store.
+    pub store: Store,
+    /// Where components and bundles are kept.
+    pub artifacts: Artifacts,
+    /// Loads components at registration (compiling them into its cache).
+    pub runtime: Runtime,
+    /// Seals and opens secrets and integration configurations.
+    pub secrets: SecretsKey,
+    /// Where bundles are unpacked for serving.
+    pub bundles_dir: PathBuf,
+}
+
 impl Registry {
-    /// A registry over the store and artifacts. `runtime` loads components at registration
-    /// (compiling them into its cache); bundles are unpacked under `bundles_dir` for serving.
-    pub fn new(
-        store: Store,
-        artifacts: Artifacts,
-        runtime: Runtime,
-        secrets: SecretsKey,
-        bundles_dir: PathBuf,
-    ) -> Self {
+    /// A registry of `parts`.
+    pub fn new(parts: RegistryParts) -> Self {
+        let RegistryParts {
+            store,
+            artifacts,
+            runtime,
+            secrets,
+            bundles_dir,
+        } = parts;
         Registry {
             inner: Arc::new(Inner {
                 store,
@@ -204,15 +218,31 @@ impl Registry {
         Ok(app)
     }
 
-    /// The developer's apps.
-    pub async fn apps(&self, developer: &Developer) -> Result<Vec<App>> {
-        Ok(self.inner.store.apps_of(&developer.id).await?)
+    /// A page of the developer's apps, by slug: at most `limit`, after slug `after`.
+    pub async fn apps(
+        &self,
+        developer: &Developer,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<App>> {
+        Ok(self
+            .inner
+            .store
+            .apps_of_page(&developer.id, after, limit)
+            .await?)
     }
 
-    /// One of the developer's apps with its versions.
-    pub async fn app(&self, developer: &Developer, slug: &str) -> Result<AppDetail> {
+    /// One of the developer's apps with a page of its versions, newest first: at most
+    /// `limit`, older than the version registered at `after.0` named `after.1`.
+    pub async fn app(
+        &self,
+        developer: &Developer,
+        slug: &str,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<AppDetail> {
         let app = self.owned_app(developer, slug).await?;
-        let versions = self.inner.store.versions(slug).await?;
+        let versions = self.inner.store.versions_page(slug, after, limit).await?;
         Ok(AppDetail { app, versions })
     }
 

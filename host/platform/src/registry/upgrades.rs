@@ -7,7 +7,7 @@
 use atrium_store::{Developer, Install};
 use serde::{Deserialize, Serialize};
 
-use super::{ActivateRequest, Activated, Registry, RegistryError, Result, TenantRef};
+use super::{ActivateRequest, Activated, Actor, Registry, RegistryError, Result};
 
 /// What happened to one install in an upgrade run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -151,7 +151,7 @@ impl Registry {
     /// version, else the app's current one) with the scopes granted now.
     pub async fn upgrade(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         granted_scopes: Option<Vec<String>>,
         version: Option<String>,
@@ -198,27 +198,14 @@ impl Registry {
             return Ok(outcome);
         }
         if !new_scopes.is_empty() && !force {
-            store
-                .set_pending_version(
-                    &install.org_id,
-                    &install.tenant_id,
-                    &install.app_slug,
-                    version,
-                )
-                .await?;
+            store.set_pending_version(&install.key(), version).await?;
             outcome.outcome = "pending_consent".to_owned();
             return Ok(outcome);
         }
         // Scopes the new version no longer asks for are dropped: a grant is for what is asked.
         let granted: Vec<String> = required.to_vec();
         store
-            .upgrade_install(
-                &install.org_id,
-                &install.tenant_id,
-                &install.app_slug,
-                version,
-                &granted,
-            )
+            .upgrade_install(&install.key(), version, &granted)
             .await?;
         Ok(outcome)
     }

@@ -7,7 +7,7 @@ use atrium_runtime::{Caller, InboundEnvelope, UserAdded};
 use serde::Serialize;
 
 use super::{ServeError, Serving};
-use crate::registry::TenantRef;
+use crate::registry::Actor;
 
 /// How one install's hook ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -30,7 +30,7 @@ impl Serving {
     /// Runs `on_inbound` in every install of the tenant that declares it.
     pub async fn fan_out_inbound(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         envelope: &InboundEnvelope,
     ) -> Result<Vec<HookOutcome>, ServeError> {
         self.fan_out(tenant, Hook::Inbound(envelope)).await
@@ -39,7 +39,7 @@ impl Serving {
     /// Runs `on_user_added` in every install of the tenant that declares it.
     pub async fn fan_out_user_added(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         user: &UserAdded,
     ) -> Result<Vec<HookOutcome>, ServeError> {
         self.fan_out(tenant, Hook::UserAdded(user)).await
@@ -47,12 +47,12 @@ impl Serving {
 
     async fn fan_out(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         hook: Hook<'_>,
     ) -> Result<Vec<HookOutcome>, ServeError> {
         let store = self.registry().store();
         let mut outcomes = Vec::new();
-        for install in store.installs(&tenant.org_id, &tenant.tenant_id).await? {
+        for install in store.installs(&tenant.tenant).await? {
             if install.status != atrium_store::InstallStatus::Active {
                 continue;
             }

@@ -21,7 +21,7 @@ pub use platform::InstallPlatform;
 pub use schedules::{ScheduledRun, Schedules};
 pub use tools::{Knowledge, PlatformTool, TOOLS};
 
-use crate::registry::{Registry, RegistryError, TenantRef};
+use crate::registry::{Actor, Registry, RegistryError};
 use crate::sealing::Sealed;
 use crate::services::Services;
 
@@ -209,7 +209,7 @@ impl Serving {
     /// The active install of `app_slug` for the tenant, or 404.
     pub async fn active_install(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
     ) -> Result<Install, RegistryError> {
         let installs = &self.inner.installs;
@@ -226,7 +226,7 @@ impl Serving {
             .inner
             .registry
             .store()
-            .install(&tenant.org_id, &tenant.tenant_id, app_slug)
+            .install(&tenant.install(app_slug))
             .await?
             .filter(|i| i.status == InstallStatus::Active)
             .ok_or_else(|| {
@@ -249,7 +249,7 @@ impl Serving {
     /// settings, and only when the app declares secret settings.
     pub async fn invocation(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         install: &Install,
         app: &App,
         caller: Caller,
@@ -294,7 +294,7 @@ impl Serving {
     /// Calls tool `tool` of the tenant's install of `app_slug` with `args`.
     pub async fn call_tool(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         tool: &str,
         args: &Value,
@@ -314,7 +314,7 @@ impl Serving {
     /// the hook fails the activation is undone (the install removed) and the error returned.
     pub async fn after_activation(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         install: &Install,
         first: bool,
     ) -> Result<(), ServeError> {
@@ -330,7 +330,7 @@ impl Serving {
         if let Err(error) = app.on_install(&inv).await {
             let store = self.inner.registry.store();
             if let Err(e) = store
-                .remove_install(&tenant.org_id, &tenant.tenant_id, &install.app_slug)
+                .remove_install(&tenant.install(&install.app_slug))
                 .await
             {
                 tracing::error!(app = %install.app_slug, error = %e, "undoing an activation whose on_install failed did not work");
@@ -347,7 +347,7 @@ impl Serving {
     /// inactive.
     pub async fn after_deactivation(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         install: &Install,
     ) -> Result<(), ServeError> {
         let Some(app) = self.hook_app(install, |m| m.lifecycle.on_uninstall).await? else {
@@ -386,15 +386,15 @@ impl Registry {
     /// Opens every sealed value of kind `kind` of an install, in one read.
     pub async fn open_install_values(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         kind: InstallValueKind,
     ) -> Result<Vec<(String, String)>, RegistryError> {
         let sealed = self
             .store()
-            .sealed_install_values(&tenant.org_id, &tenant.tenant_id, app_slug, kind)
+            .sealed_install_values(&tenant.install(app_slug), kind)
             .await?;
-        let install = tenant.key().install(app_slug);
+        let install = tenant.install(app_slug);
         sealed
             .into_iter()
             .map(|(key, sealed)| {
@@ -421,19 +421,19 @@ impl Registry {
     /// Opens a sealed value of an install.
     pub async fn open_install_value(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         kind: InstallValueKind,
         key: &str,
     ) -> Result<Option<String>, RegistryError> {
         let Some(sealed) = self
             .store()
-            .sealed_install_value(&tenant.org_id, &tenant.tenant_id, app_slug, kind, key)
+            .sealed_install_value(&tenant.install(app_slug), kind, key)
             .await?
         else {
             return Ok(None);
         };
-        let install = tenant.key().install(app_slug);
+        let install = tenant.install(app_slug);
         self.open_install_sealed(&install, kind, key, &sealed)
             .map(Some)
     }

@@ -8,14 +8,14 @@ use atrium_runtime::{CallInfo, Platform, ToolCallError};
 use serde_json::Value;
 
 use super::tools::{Knowledge, TOOLS};
-use crate::registry::TenantRef;
+use crate::registry::Actor;
 use crate::services::Services;
 
 /// The platform of one install: the tenant (of its organization) and the app are fixed when
 /// the call starts, so nothing the app sends can name another tenant or app.
 pub struct InstallPlatform {
     services: Services,
-    tenant: TenantRef,
+    tenant: Actor,
     app_slug: String,
     knowledge: Knowledge,
 }
@@ -25,7 +25,7 @@ impl InstallPlatform {
     /// `knowledge` says.
     pub(crate) fn new(
         services: Services,
-        tenant: TenantRef,
+        tenant: Actor,
         app_slug: String,
         knowledge: Knowledge,
     ) -> Self {

@@ -27,7 +27,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use sha2::{Digest, Sha256};
 
 use super::Serving;
-use crate::registry::{RegistryError, TenantRef};
+use crate::registry::{Actor, RegistryError};
 
 /// The largest request body a route gets (413 beyond it). The Rust SDK reads at most as much.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -91,7 +91,7 @@ pub struct RouteTarget {
     /// address.
     pub invocation: Invocation,
     /// The tenant (of its organization) the call is for, and the user on a session's call.
-    pub tenant: TenantRef,
+    pub tenant: Actor,
     /// The role of the session's user, none on the public address.
     pub role: Option<String>,
     /// The declared route the request matched.
@@ -105,7 +105,7 @@ impl Serving {
     /// method of a declared path included).
     pub async fn session_route(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         role: &str,
         app_slug: &str,
         method: &str,
@@ -150,11 +150,7 @@ impl Serving {
         let (Some(org_id), None) = (matching.next(), matching.next()) else {
             return Err(miss());
         };
-        let tenant = TenantRef {
-            org_id,
-            tenant_id: tenant_id.to_owned(),
-            user_id: None,
-        };
+        let tenant = Actor::host(atrium_store::TenantKey::new(org_id, tenant_id));
         match self
             .route_target(&tenant, app_slug, method, path, true)
             .await
@@ -166,7 +162,7 @@ impl Serving {
 
     async fn route_target(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         app_slug: &str,
         method: &str,
         path: &str,
@@ -238,7 +234,7 @@ pub fn parse_public_tenant(segment: &str) -> Option<(&str, &str)> {
 
 /// The public address of `path` (a path of the app, `/open`) for the tenant's install of
 /// `app_slug`: what `ctx.public_callback_url(path)` answers.
-pub fn public_route_path(app_slug: &str, tenant: &TenantRef, path: &str) -> String {
+pub fn public_route_path(app_slug: &str, tenant: &Actor, path: &str) -> String {
     let segment = public_tenant_segment(&tenant.org_id, &tenant.tenant_id);
     format!(
         "/api/apps/{app_slug}/public/t/{}/{}",
@@ -328,7 +324,7 @@ impl RouteTarget {
 /// session's call [`USER_HEADER`] and [`ROLE_HEADER`]), set here and only here.
 pub fn request_headers(
     incoming: &HeaderMap,
-    tenant: &TenantRef,
+    tenant: &Actor,
     role: Option<&str>,
     body_len: usize,
 ) -> HeaderMap {
@@ -461,11 +457,7 @@ mod tests {
         ] {
             assert_eq!(parse_public_tenant(bad), None, "{bad}");
         }
-        let tenant = TenantRef {
-            org_id: "org_aaaa".into(),
-            tenant_id: "Shop EU/1".into(),
-            user_id: None,
-        };
+        let tenant = Actor::host(atrium_store::TenantKey::new("org_aaaa", "Shop EU/1"));
         let path = public_route_path("notes", &tenant, "/open");
         let fp = org_fingerprint("org_aaaa");
         assert_eq!(
@@ -572,11 +564,7 @@ mod tests {
         ] {
             incoming.append(name, HeaderValue::from_static(value));
         }
-        let tenant = TenantRef {
-            org_id: "org_a".into(),
-            tenant_id: "shop".into(),
-            user_id: Some("u-1".into()),
-        };
+        let tenant = Actor::user(atrium_store::TenantKey::new("org_a", "shop"), "u-1");
         let headers = request_headers(&incoming, &tenant, Some("admin"), 3);
         assert!(headers.get("authorization").is_none());
         assert!(headers.get("cookie").is_none());
@@ -589,7 +577,7 @@ mod tests {
         assert_eq!(headers[ROLE_HEADER], "admin");
         assert_eq!(headers["content-length"], "3");
 
-        let public = TenantRef {
+        let public = Actor {
             user_id: None,
             ..tenant
         };

@@ -14,7 +14,7 @@ use atrium_runtime::Caller;
 use atrium_store::ScheduleSlot;
 
 use super::{ServeError, Serving};
-use crate::registry::TenantRef;
+use crate::registry::Actor;
 
 /// A run this host made in one scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,11 +122,7 @@ impl Serving {
                 if !store.claim_schedule_run(slot, host).await? {
                     continue;
                 }
-                let tenant = TenantRef {
-                    org_id: install.org_id.clone(),
-                    tenant_id: install.tenant_id.clone(),
-                    user_id: None,
-                };
+                let tenant = Actor::host(install.tenant());
                 let outcome = async {
                     let app = self
                         .app(&install.app_slug, &install.version)

@@ -4,7 +4,7 @@
 
 use atrium_manifest::sandbox::{Decision, ToolRefusal};
 use atrium_runtime::ToolCallError;
-use atrium_store::{Record, RecordScope, Store};
+use atrium_store::{InstallKey, Record, Store, TenantKey};
 use serde_json::{Map, Value, json};
 
 /// A platform tool.
@@ -94,10 +94,10 @@ fn record_json(record: Record) -> Value {
     Value::Object(record.data)
 }
 
-/// Runs a records tool for the install `scope`.
+/// Runs a records tool for the install `install`.
 pub(crate) async fn records(
     store: &Store,
-    scope: RecordScope<'_>,
+    install: &InstallKey,
     tool: &str,
     args: &Value,
 ) -> Result<Value, ToolCallError> {
@@ -137,7 +137,7 @@ pub(crate) async fn records(
                 }
             };
             store
-                .put_record(scope, &id, record_type, &record)
+                .put_record(install, &id, record_type, &record)
                 .await
                 .map_err(|e| failed(tool, &e))?;
             Ok(json!({"id": id}))
@@ -145,7 +145,7 @@ pub(crate) async fn records(
         "records.get" => {
             let id = string_arg(tool, args, "id")?;
             let found = store
-                .record(scope, id)
+                .record(install, id)
                 .await
                 .map_err(|e| failed(tool, &e))?;
             Ok(found.map_or(Value::Null, record_json))
@@ -162,7 +162,7 @@ pub(crate) async fn records(
                 })
                 .unwrap_or_default();
             let records = store
-                .records(scope, record_type, MAX_QUERY)
+                .records(install, record_type, MAX_QUERY)
                 .await
                 .map_err(|e| failed(tool, &e))?;
             Ok(Value::Array(
@@ -183,7 +183,7 @@ pub(crate) async fn records(
                 ));
             };
             let Some(mut record) = store
-                .record(scope, id)
+                .record(install, id)
                 .await
                 .map_err(|e| failed(tool, &e))?
             else {
@@ -199,7 +199,7 @@ pub(crate) async fn records(
                 }
             }
             store
-                .put_record(scope, id, &record.record_type, &record.data)
+                .put_record(install, id, &record.record_type, &record.data)
                 .await
                 .map_err(|e| failed(tool, &e))?;
             Ok(json!({"ok": true}))
@@ -207,7 +207,7 @@ pub(crate) async fn records(
         "records.delete" => {
             let id = string_arg(tool, args, "id")?;
             let deleted = store
-                .delete_record(scope, id)
+                .delete_record(install, id)
                 .await
                 .map_err(|e| failed(tool, &e))?;
             Ok(json!({"deleted": deleted}))
@@ -234,8 +234,7 @@ pub struct Knowledge {
 pub(crate) async fn knowledge(
     retrieval: Option<&std::sync::Arc<atrium_retrieval::Retrieval>>,
     k: &Knowledge,
-    org_id: &str,
-    tenant_id: &str,
+    tenant: &TenantKey,
     tool: &str,
     args: &Value,
 ) -> Result<Value, ToolCallError> {
@@ -273,8 +272,7 @@ pub(crate) async fn knowledge(
                 .clamp(1, 50);
             let outcome = retrieval
                 .query(
-                    org_id,
-                    tenant_id,
+                    tenant,
                     collection,
                     query,
                     usize::try_from(top_k).unwrap_or(5),
@@ -303,7 +301,7 @@ pub(crate) async fn knowledge(
                 .unwrap_or_default()
                 .to_owned();
             let added = retrieval
-                .add_document(org_id, tenant_id, collection, title, text, "app")
+                .add_document(tenant, collection, title, text, "app")
                 .await
                 .map_err(|e| refuse(tool, Decision::InvalidArguments, e.to_string()))?;
             Ok(json!({"document_id": added.document.id, "chunks": added.document.chunks}))
@@ -339,7 +337,7 @@ fn gateway_refusal(tool: &str, error: &atrium_inference::GatewayError) -> ToolCa
 /// Runs `chat.complete` for the install of `app_slug` in `tenant`, and meters it to them.
 pub(crate) async fn chat(
     chat: Option<&Chat>,
-    tenant: &crate::registry::TenantRef,
+    tenant: &crate::registry::Actor,
     app_slug: &str,
     tool: &str,
     args: &Value,
