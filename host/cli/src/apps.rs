@@ -76,9 +76,9 @@ pub fn run(args: &Args) -> ExitCode {
         match &args.command {
             AppsCommand::List { json } => {
                 let client = Client::configured(&args.target)?;
-                let list: AppList = client
-                    .call(reqwest::Method::GET, "/api/dev/apps", None::<&()>)
-                    .await?;
+                let list = AppList {
+                    apps: client.all("/api/dev/apps").await?,
+                };
                 if *json {
                     return print_json(&list);
                 }
@@ -105,13 +105,18 @@ pub fn run(args: &Args) -> ExitCode {
             AppsCommand::Show { slug, json } => {
                 check_slug(slug)?;
                 let client = Client::configured(&args.target)?;
-                let detail: AppDetailView = client
+                let mut detail: AppDetailView = client
                     .call(
                         reqwest::Method::GET,
                         &format!("/api/dev/apps/{slug}"),
                         None::<&()>,
                     )
                     .await?;
+                if detail.versions_next_cursor.take().is_some() {
+                    detail.versions = client
+                        .all(&format!("/api/dev/apps/{slug}/versions"))
+                        .await?;
+                }
                 if *json {
                     return print_json(&detail);
                 }

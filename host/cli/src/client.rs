@@ -146,6 +146,26 @@ impl Client {
         })
     }
 
+    /// Every item of the paged list at `path`, following `next_cursor` page by page (each
+    /// of the largest size the API answers).
+    pub async fn all<T>(&self, path: &str) -> Result<Vec<T>, Failure>
+    where
+        T: atrium_server::page::Listed + DeserializeOwned,
+    {
+        let limit = atrium_server::page::MAX_LIMIT;
+        let mut items = Vec::new();
+        let mut next = format!("{path}?limit={limit}");
+        loop {
+            let page: atrium_server::page::Page<T> =
+                self.call(reqwest::Method::GET, &next, None::<&()>).await?;
+            items.extend(page.items);
+            match page.next_cursor {
+                Some(cursor) => next = format!("{path}?limit={limit}&cursor={cursor}"),
+                None => return Ok(items),
+            }
+        }
+    }
+
     /// Sends a request and returns the successful response; an error answer becomes the
     /// matching [`Failure`].
     pub async fn send(

@@ -18,8 +18,10 @@
 use std::path::{Path, PathBuf};
 
 use atrium_manifest::Manifest;
-use atrium_platform::registry::{ActivateRequest, Registry, RegistryError, TenantRef, Upload};
-use atrium_store::{NewDeveloper, NewTenantToken, RecordScope, Store, StoreError, TenantRole};
+use atrium_platform::registry::{ActivateRequest, Actor, Registry, RegistryError, Upload};
+use atrium_store::{
+    InstallKey, NewDeveloper, NewTenantToken, Store, StoreError, TenantKey, TenantRole,
+};
 use serde_json::{Map, Value, json};
 
 /// The demo's organization.
@@ -205,7 +207,7 @@ async fn prepare(
     };
     for (_, manifest) in apps {
         if store
-            .install(&org_id, TENANT, &manifest.app_id)
+            .install(&InstallKey::new(&org_id, TENANT, &manifest.app_id))
             .await
             .map_err(text)?
             .is_some()
@@ -214,7 +216,7 @@ async fn prepare(
         }
         for slot in &manifest.rag_slots {
             retrieval
-                .create_collection(&org_id, TENANT, &slot.name)
+                .create_collection(&TenantKey::new(&org_id, TENANT), &slot.name)
                 .await
                 .map_err(|e| format!("cannot create the collection `{}`: {e}", slot.name))?;
         }
@@ -246,11 +248,7 @@ impl Demo {
             }
         }
         let (admin, token) = self.admin().await?;
-        let tenant = TenantRef {
-            org_id: self.org_id.clone(),
-            tenant_id: TENANT.to_owned(),
-            user_id: Some(admin),
-        };
+        let tenant = Actor::user(TenantKey::new(&self.org_id, TENANT), admin);
         let mut installed = 0;
         for (example, manifest) in apps {
             match self.install(&tenant, example, manifest).await {
@@ -261,7 +259,7 @@ impl Demo {
         }
         let active = self
             .store
-            .installs(&self.org_id, TENANT)
+            .installs(&TenantKey::new(&self.org_id, TENANT))
             .await
             .map_err(text)?
             .iter()
@@ -379,7 +377,7 @@ impl Demo {
     async fn admin(&self) -> Result<(String, Option<String>), String> {
         let tokens = self
             .store
-            .tenant_tokens(&self.org_id, TENANT)
+            .tenant_tokens(&TenantKey::new(&self.org_id, TENANT))
             .await
             .map_err(text)?;
         if let Some(admin) = tokens.iter().find(|t| t.role == TenantRole::Admin) {
@@ -388,8 +386,7 @@ impl Demo {
         let created = self
             .store
             .create_tenant_token(
-                &self.org_id,
-                TENANT,
+                &TenantKey::new(&self.org_id, TENANT),
                 &NewTenantToken {
                     role: TenantRole::Admin,
                     user_id: None,
@@ -411,21 +408,21 @@ impl Demo {
     /// when this call installed it.
     async fn install(
         &self,
-        tenant: &TenantRef,
+        tenant: &Actor,
         example: &Example,
         manifest: &Manifest,
     ) -> Result<bool, String> {
         let slug = &manifest.app_id;
         if self
             .store
-            .install(&self.org_id, TENANT, slug)
+            .install(&InstallKey::new(&self.org_id, TENANT, slug))
             .await
             .map_err(text)?
             .is_some()
         {
             return Ok(false);
         }
-        let demo_tenant = atrium_store::TenantKey::new(&self.org_id, TENANT);
+        let demo_tenant = TenantKey::new(&self.org_id, TENANT);
         let configured = self
             .registry
             .integrations(&demo_tenant)
@@ -465,11 +462,7 @@ impl Demo {
             Err(e) => return Err(e.to_string()),
         };
         if activated.first {
-            let scope = RecordScope {
-                org_id: &self.org_id,
-                tenant_id: TENANT,
-                app_slug: slug,
-            };
+            let install = InstallKey::new(&self.org_id, TENANT, slug);
             let records: Vec<Value> = serde_json::from_str(example.records).map_err(text)?;
             for seed in &records {
                 let (Some(kind), Some(record)) =
@@ -479,7 +472,7 @@ impl Demo {
                 };
                 let id = record.get("id").and_then(Value::as_str).unwrap_or(kind);
                 self.store
-                    .put_record(scope, id, kind, record)
+                    .put_record(&install, id, kind, record)
                     .await
                     .map_err(text)?;
             }

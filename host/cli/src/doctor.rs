@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use atrium_server::views::{AppList, Me};
+use atrium_server::views::Me;
 
 use crate::build::Lang;
 use crate::client::{Client, Failure, Target};
@@ -111,12 +111,12 @@ async fn platform_checks(target: &Target) -> (Outcome, Outcome) {
         ))
     };
     let registry = match client
-        .call::<AppList>(reqwest::Method::GET, "/api/dev/apps", None::<&()>)
+        .all::<atrium_server::views::AppView>("/api/dev/apps")
         .await
     {
         Ok(list) => Outcome::Ok(format!(
             "the registry accepts the token ({} app(s))",
-            list.apps.len()
+            list.len()
         )),
         Err(failure) => Outcome::Failed(failure_text(failure)),
     };

@@ -148,8 +148,7 @@ async fn tokens(command: &TokensCommand, store: &Store) -> Result<ExitCode, Exit
             };
             let created = store
                 .create_tenant_token(
-                    &org_id,
-                    &tenant.tenant,
+                    &atrium_store::TenantKey::new(&org_id, &tenant.tenant),
                     &NewTenantToken {
                         role,
                         user_id: user_id.as_deref(),
@@ -173,7 +172,10 @@ async fn tokens(command: &TokensCommand, store: &Store) -> Result<ExitCode, Exit
         }
         TokensCommand::List { tenant, json } => {
             let org_id = organization(store, &tenant.org).await?;
-            match store.tenant(&org_id, &tenant.tenant).await {
+            match store
+                .tenant(&atrium_store::TenantKey::new(&org_id, &tenant.tenant))
+                .await
+            {
                 Ok(Some(_)) => {}
                 Ok(None) => {
                     eprintln!(
@@ -185,7 +187,7 @@ async fn tokens(command: &TokensCommand, store: &Store) -> Result<ExitCode, Exit
                 Err(e) => return Err(exit_for(&e)),
             }
             let tokens = store
-                .tenant_tokens(&org_id, &tenant.tenant)
+                .tenant_tokens(&atrium_store::TenantKey::new(&org_id, &tenant.tenant))
                 .await
                 .map_err(|e| exit_for(&e))?;
             if *json {
@@ -225,7 +227,7 @@ async fn tokens(command: &TokensCommand, store: &Store) -> Result<ExitCode, Exit
         TokensCommand::Revoke { tenant, id } => {
             let org_id = organization(store, &tenant.org).await?;
             let token = store
-                .revoke_tenant_token(&org_id, &tenant.tenant, id)
+                .revoke_tenant_token(&atrium_store::TenantKey::new(&org_id, &tenant.tenant), id)
                 .await
                 .map_err(|e| exit_for(&e))?;
             println!(

@@ -7,6 +7,7 @@
 //! p50, p99 and max for both and the difference.
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+use atrium_store::TenantKey;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -141,7 +142,7 @@ async fn main() {
     );
     metering.flush().await;
     let usage = store
-        .tenant_usage(&key.org_id, "bench")
+        .tenant_usage(&TenantKey::new(&key.org_id, "bench"))
         .await
         .unwrap()
         .unwrap();

@@ -1,4 +1,4 @@
-//! `POST /v1/batches` and `GET /v1/batches/{id}`, and the runner that works through the items
+//! `POST /v1/batches`, `GET /v1/batches` and `GET /v1/batches/{id}`, and the runner that works through the items
 //! in the background.
 //!
 //! Items are stored with the batch before the 202 is sent, so a batch survives a restart. A
@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use atrium_jobs::{Job, JobError, Stop};
-use atrium_store::{Batch, ClaimedItem, ItemStatus};
+use atrium_store::{Batch, BatchSummary, ClaimedItem, ItemStatus};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore};
 
@@ -23,6 +24,7 @@ use atrium_inference::ChatCall;
 
 use crate::chat::{completion_body, parse};
 use crate::extract::{JsonBody, TenantHeader};
+use crate::page::{Listed, Page, PageRequest, time_and_id};
 use crate::principals::Org;
 use crate::{ApiError, HostState};
 
@@ -82,7 +84,7 @@ pub async fn create(
     let tenant = tenant.or_default();
     let id = state
         .store
-        .create_batch(&org.org_id, &tenant, &items)
+        .create_batch(&atrium_store::TenantKey::new(&org.org_id, &tenant), &items)
         .await?;
     state.batches.notify.notify_waiters();
     let batch = state
@@ -105,6 +107,79 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("this organization has no batch `{id}`")))?;
     Ok(Json(batch_body(&batch)))
+}
+
+/// `GET /v1/batches`: a page of the organization's batches, newest first, each without its
+/// results (`GET /v1/batches/{id}` has them).
+pub async fn list(
+    State(state): State<HostState>,
+    org: Org,
+    page: PageRequest,
+) -> Result<Json<Page<BatchSummaryView>>, ApiError> {
+    let batches = state
+        .store
+        .batches_page(&org.org_id, page.after_time_and_id()?, page.fetch())
+        .await?;
+    Ok(Json(Page::keyed(
+        batches,
+        &page,
+        |b| time_and_id(b.created_at, &b.id),
+        |b| BatchSummaryView::from(&b),
+    )))
+}
+
+/// A batch in a list: the answer of `GET /v1/batches/{id}` without `results`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchSummaryView {
+    /// `batch_...`.
+    pub id: String,
+    /// `batch`.
+    pub object: &'static str,
+    /// `in_progress` until every item has finished, then `completed`.
+    pub status: &'static str,
+    /// The tenant the batch is attributed to.
+    pub tenant: String,
+    /// Creation time, seconds since the epoch.
+    pub created_at: i64,
+    /// The items by outcome.
+    pub request_counts: RequestCounts,
+}
+
+/// How many items a batch holds, and how many have finished each way.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestCounts {
+    /// Items in the batch.
+    pub total: i64,
+    /// Finished with a completion.
+    pub completed: i64,
+    /// Finished with an error.
+    pub failed: i64,
+}
+
+impl From<&BatchSummary> for BatchSummaryView {
+    fn from(b: &BatchSummary) -> Self {
+        BatchSummaryView {
+            id: b.id.clone(),
+            object: "batch",
+            status: if b.completed + b.failed == b.total {
+                "completed"
+            } else {
+                "in_progress"
+            },
+            tenant: b.tenant_id.clone(),
+            created_at: b.created_at / 1000,
+            request_counts: RequestCounts {
+                total: b.total,
+                completed: b.completed,
+                failed: b.failed,
+            },
+        }
+    }
+}
+
+impl Listed for BatchSummaryView {
+    const KEY: &'static str = "data";
+    const OBJECT: Option<&'static str> = Some("list");
 }
 
 fn batch_body(batch: &Batch) -> Value {
@@ -311,6 +386,6 @@ fn error_body(error: &ApiError) -> Value {
 /// The routes of batches.
 pub(crate) fn router() -> axum::Router<HostState> {
     axum::Router::new()
-        .route("/batches", axum::routing::post(create))
+        .route("/batches", axum::routing::post(create).get(list))
         .route("/batches/{id}", axum::routing::get(get))
 }

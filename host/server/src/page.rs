@@ -6,6 +6,9 @@
 //! {"installs": [...], "next_cursor": "djE6bGVkZ2Vy"}
 //! ```
 //!
+//! The /v1 API's lists keep the OpenAI list shape its clients read, with the same cursor:
+//! `{"object": "list", "data": [...], "next_cursor": ...}` ([`Listed::OBJECT`]).
+//!
 //! A cursor names the last item of its page by the list's sort key, so a page boundary holds
 //! while items are added or removed: nothing is skipped, nothing is answered twice. A client
 //! must not build cursors; a malformed one is 400 naming `cursor`.
@@ -59,6 +62,25 @@ impl PageRequest {
     pub fn fetch(&self) -> i64 {
         i64::try_from(self.limit + 1).unwrap_or(i64::MAX)
     }
+
+    /// The sort key of a list keyed by a time and an id ([`time_and_id`]), as the pair.
+    pub fn after_time_and_id(&self) -> Result<Option<(i64, &str)>, ApiError> {
+        self.after
+            .as_deref()
+            .map(|key| {
+                key.split_once(':')
+                    .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id)))
+                    .ok_or_else(|| ApiError::field("cursor", "cursor is not one this list gave"))
+            })
+            .transpose()
+    }
+}
+
+/// The sort key of a list ordered by a time (ms) and then an id that breaks ties: read back
+/// by [`PageRequest::after_time_and_id`].
+#[must_use]
+pub fn time_and_id(at: i64, id: &str) -> String {
+    format!("{at}:{id}")
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for PageRequest {
@@ -102,10 +124,19 @@ fn decode(cursor: &str) -> Result<String, ApiError> {
         })
 }
 
-/// An item of a list: the key its list is answered under, and its sort key.
+/// An item of a list: the key its list is answered under.
 pub trait Listed {
-    /// The list's key in the answer (`installs`, `tokens`, ...).
+    /// The list's key in the answer (`installs`, `tokens`, ...; `data` in the /v1 API).
     const KEY: &'static str;
+    /// The `object` member answered before the list, for the /v1 API's OpenAI list shape
+    /// (`list`); none elsewhere.
+    const OBJECT: Option<&'static str> = None;
+}
+
+/// An item of a list sorted by what the item shows: its sort key, for [`Page::of`]. A list
+/// sorted by what its items do not show as is (a time in ms shown in seconds) is paged with
+/// [`Page::keyed`] instead.
+pub trait SortedBy: Listed {
     /// The item's sort key, unique within the list, in the order the list is read.
     fn sort_key(&self) -> String;
 }
@@ -119,7 +150,7 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
-impl<T: Listed> Page<T> {
+impl<T: SortedBy> Page<T> {
     /// The page of `rows`, read with [`PageRequest::fetch`] (one more than asked when more
     /// follow).
     #[must_use]
@@ -134,7 +165,9 @@ impl<T: Listed> Page<T> {
             next_cursor,
         }
     }
+}
 
+impl<T: Listed> Page<T> {
     /// The page of `rows` (read with [`PageRequest::fetch`]) whose sort key is `key`, each row
     /// answered as `view` makes it: for lists sorted by what the answer does not show as is.
     pub fn keyed<R>(
@@ -165,10 +198,48 @@ impl<T: Listed> Page<T> {
 
 impl<T: Listed + Serialize> Serialize for Page<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(2))?;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(object) = T::OBJECT {
+            map.serialize_entry("object", object)?;
+        }
         map.serialize_entry(T::KEY, &self.items)?;
         map.serialize_entry("next_cursor", &self.next_cursor)?;
         map.end()
+    }
+}
+
+/// A client's reading of a page (the developer tool follows `next_cursor` with it): the
+/// list under [`Listed::KEY`] and `next_cursor`; other members are ignored.
+impl<'de, T: Listed + Deserialize<'de>> Deserialize<'de> for Page<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Listed + Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = Page<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "a page with `{}` and `next_cursor`", T::KEY)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Page<T>, A::Error> {
+                let mut items = None;
+                let mut next_cursor = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == T::KEY {
+                        items = Some(map.next_value::<Vec<T>>()?);
+                    } else if key == "next_cursor" {
+                        next_cursor = map.next_value::<Option<String>>()?;
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(Page {
+                    items: items.ok_or_else(|| serde::de::Error::missing_field(T::KEY))?,
+                    next_cursor,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
     }
 }
 
@@ -181,6 +252,9 @@ mod tests {
 
     impl Listed for Item {
         const KEY: &'static str = "items";
+    }
+
+    impl SortedBy for Item {
         fn sort_key(&self) -> String {
             self.0.clone()
         }

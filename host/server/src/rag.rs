@@ -8,15 +8,17 @@
 use std::sync::Arc;
 
 use atrium_retrieval::{EmbedUsage, Retrieval};
-use atrium_store::{Collection, Document};
+use atrium_store::{Collection, Document, TenantKey};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::extract::{JsonBody, TenantHeader};
+use crate::page::{Listed, Page, PageRequest, time_and_id};
 use crate::principals::Org;
 use crate::{ApiError, HostState};
 
@@ -64,18 +66,48 @@ fn collection_json(c: &Collection) -> Value {
     })
 }
 
-fn document_json(d: &Document) -> Value {
-    json!({
-        "object": "document",
-        "id": d.id,
-        "document_id": d.id,
-        "title": d.title,
-        "source": d.source,
-        "chunks": d.chunks,
-        "chars": d.chars,
-        "status": d.status,
-        "created_at": seconds(d.created_at),
-    })
+/// A document as the API answers it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocumentView {
+    /// `document`.
+    pub object: &'static str,
+    /// `doc_...`.
+    pub id: String,
+    /// The same id, under the name the query's matches use.
+    pub document_id: String,
+    /// The title.
+    pub title: String,
+    /// Where the text came from: `text`, `pdf` or `file`.
+    pub source: String,
+    /// Number of chunks.
+    pub chunks: i64,
+    /// Characters of text.
+    pub chars: i64,
+    /// `indexed` (a document being indexed is not listed).
+    pub status: String,
+    /// Creation time, seconds since the epoch.
+    pub created_at: i64,
+}
+
+impl From<&Document> for DocumentView {
+    fn from(d: &Document) -> Self {
+        DocumentView {
+            object: "document",
+            id: d.id.clone(),
+            document_id: d.id.clone(),
+            title: d.title.clone(),
+            source: d.source.clone(),
+            chunks: d.chunks,
+            chars: d.chars,
+            status: d.status.clone(),
+            created_at: seconds(d.created_at),
+        }
+    }
+}
+
+impl Listed for DocumentView {
+    const KEY: &'static str = "data";
+    const OBJECT: Option<&'static str> = Some("list");
 }
 
 /// `POST /v1/rag/{collection}`: 201 with the collection when created, 200 when it existed.
@@ -88,7 +120,7 @@ pub async fn create_collection(
     let retrieval = retrieval(&state)?;
     let tenant = header.or_default();
     let (collection, created) = retrieval
-        .create_collection(&org.org_id, &tenant, &name)
+        .create_collection(&TenantKey::new(&org.org_id, &tenant), &name)
         .await?;
     let mut body = collection_json(&collection);
     body["created"] = json!(created);
@@ -108,7 +140,9 @@ pub async fn list_collections(
 ) -> Result<Json<Value>, ApiError> {
     let retrieval = retrieval(&state)?;
     let tenant = header.or_default();
-    let list = retrieval.list_collections(&org.org_id, &tenant).await?;
+    let list = retrieval
+        .list_collections(&TenantKey::new(&org.org_id, &tenant))
+        .await?;
     let data: Vec<Value> = list
         .iter()
         .map(|s| {
@@ -121,18 +155,25 @@ pub async fn list_collections(
     Ok(Json(json!({"object": "list", "data": data})))
 }
 
-/// `GET /v1/rag/{collection}/documents`: the indexed documents, oldest first.
+/// `GET /v1/rag/{collection}/documents`: a page of the indexed documents, oldest first.
 pub async fn list_documents(
     State(state): State<HostState>,
     org: Org,
     header: TenantHeader,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+    page: PageRequest,
+) -> Result<Json<Page<DocumentView>>, ApiError> {
     let retrieval = retrieval(&state)?;
-    let tenant = header.or_default();
-    let documents = retrieval.documents(&org.org_id, &tenant, &name).await?;
-    let data: Vec<Value> = documents.iter().map(document_json).collect();
-    Ok(Json(json!({"object": "list", "data": data})))
+    let tenant = TenantKey::new(&org.org_id, header.or_default());
+    let documents = retrieval
+        .documents_page(&tenant, &name, page.after_time_and_id()?, page.fetch())
+        .await?;
+    Ok(Json(Page::keyed(
+        documents,
+        &page,
+        |d| time_and_id(d.created_at, &d.id),
+        |d| DocumentView::from(&d),
+    )))
 }
 
 /// `DELETE /v1/rag/{collection}/documents/{id}`.
@@ -145,7 +186,7 @@ pub async fn delete_document(
     let retrieval = retrieval(&state)?;
     let tenant = header.or_default();
     retrieval
-        .delete_document(&org.org_id, &tenant, &name, &id)
+        .delete_document(&TenantKey::new(&org.org_id, &tenant), &name, &id)
         .await?;
     Ok(Json(
         json!({"object": "document", "id": id, "deleted": true}),
@@ -174,13 +215,22 @@ async fn add(
     title: &str,
     text: String,
     source: &str,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<DocumentView>), ApiError> {
     let retrieval = retrieval(state)?;
     let added = retrieval
-        .add_document(&org.org_id, tenant, name, title, text, source)
+        .add_document(
+            &TenantKey::new(&org.org_id, tenant),
+            name,
+            title,
+            text,
+            source,
+        )
         .await?;
     meter(state, org, tenant, &added.usage).await;
-    Ok((StatusCode::CREATED, Json(document_json(&added.document))))
+    Ok((
+        StatusCode::CREATED,
+        Json(DocumentView::from(&added.document)),
+    ))
 }
 
 /// `POST /v1/rag/{collection}/documents` with `title` and `text`: 201 with the document
@@ -385,7 +435,7 @@ pub async fn query(
             })?,
     };
     let outcome = retrieval
-        .query(&org.org_id, &tenant, &name, text, top_k)
+        .query(&TenantKey::new(&org.org_id, &tenant), &name, text, top_k)
         .await?;
     meter(&state, &org, &tenant, &outcome.usage).await;
     let matches: Vec<Value> = outcome

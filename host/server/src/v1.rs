@@ -102,14 +102,14 @@ pub async fn usage(
     if let Some(tenant) = query.tenant {
         let usage = state
             .store
-            .tenant_usage(&org.org_id, &tenant)
+            .tenant_usage(&atrium_store::TenantKey::new(&org.org_id, &tenant))
             .await?
             .ok_or_else(|| {
                 ApiError::not_found(format!("this organization has no tenant `{tenant}`"))
             })?;
         let per_app: Vec<Value> = state
             .store
-            .tenant_usage_by_app(&org.org_id, &tenant)
+            .tenant_usage_by_app(&atrium_store::TenantKey::new(&org.org_id, &tenant))
             .await?
             .iter()
             .map(|a| {

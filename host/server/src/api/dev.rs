@@ -13,9 +13,10 @@ use axum::{Json, Router};
 
 use super::registry;
 use super::views::{
-    AppChanged, AppDetailView, AppList, AppView, BundleSet, FileView, LoginProvider, Me,
-    PreflightView, RegistrationView, ScopeList, TemplatesSet, UpgradeRun, VersionView,
+    AppChanged, AppDetailView, AppView, BundleSet, FileView, LoginProvider, Me, PreflightView,
+    RegistrationView, ScopeList, TemplatesSet, UpgradeRun, VersionView,
 };
+use crate::page::{DEFAULT_LIMIT, Page, PageRequest, time_and_id};
 use crate::principals::Dev;
 use crate::{ApiError, HostState, JsonBody};
 
@@ -73,29 +74,60 @@ pub async fn preflight(
 pub async fn list_apps(
     State(state): State<HostState>,
     Dev(dev): Dev,
-) -> Result<Json<AppList>, ApiError> {
-    let apps = registry(&state)?.apps(&dev).await?;
-    Ok(Json(AppList {
-        apps: apps.iter().map(AppView::from).collect(),
-    }))
+    page: PageRequest,
+) -> Result<Json<Page<AppView>>, ApiError> {
+    let apps = registry(&state)?
+        .apps(&dev, page.after.as_deref(), page.fetch())
+        .await?;
+    Ok(Json(Page::of(
+        apps.iter().map(AppView::from).collect(),
+        &page,
+    )))
 }
 
-/// One app with its versions.
+/// One app with its newest versions (the first page of its versions).
 pub async fn show_app(
     State(state): State<HostState>,
     Dev(dev): Dev,
     Path(slug): Path<String>,
 ) -> Result<Json<AppDetailView>, ApiError> {
-    let detail = registry(&state)?.app(&dev, &slug).await?;
-    let current = detail.app.current_version.as_deref();
+    let (app, versions) =
+        versions_page(&state, &dev, &slug, &PageRequest::first(DEFAULT_LIMIT)).await?;
     Ok(Json(AppDetailView {
-        versions: detail
-            .versions
-            .iter()
-            .map(|v| VersionView::new(v, current))
-            .collect(),
-        app: AppView::from(&detail.app),
+        app,
+        versions: versions.items,
+        versions_next_cursor: versions.next_cursor,
     }))
+}
+
+/// A page of an app's versions, newest first.
+pub async fn list_versions(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path(slug): Path<String>,
+    page: PageRequest,
+) -> Result<Json<Page<VersionView>>, ApiError> {
+    let (_, versions) = versions_page(&state, &dev, &slug, &page).await?;
+    Ok(Json(versions))
+}
+
+async fn versions_page(
+    state: &HostState,
+    dev: &atrium_store::Developer,
+    slug: &str,
+    page: &PageRequest,
+) -> Result<(AppView, Page<VersionView>), ApiError> {
+    let detail = registry(state)?
+        .app(dev, slug, page.after_time_and_id()?, page.fetch())
+        .await?;
+    let current = detail.app.current_version.as_deref();
+    let versions = Page::keyed(
+        detail.versions,
+        page,
+        |v| time_and_id(v.created_at, &v.version),
+        |v| VersionView::new(&v, current),
+    );
+    Ok((AppView::from(&detail.app), versions))
 }
 
 /// A raw body, or the API's error: 413 naming the limit when it is too large.
@@ -361,7 +393,9 @@ pub(super) fn router() -> Router<HostState> {
         .route("/apps/{slug}", get(show_app))
         .route(
             "/apps/{slug}/versions",
-            post(register).layer(DefaultBodyLimit::max(REGISTER_BODY_BYTES)),
+            post(register)
+                .layer(DefaultBodyLimit::max(REGISTER_BODY_BYTES))
+                .get(list_versions),
         )
         .route(
             "/apps/{slug}/versions/{version}/defaults/templates",

@@ -4,7 +4,7 @@
 //! tenant, taken from the token, never from the request.
 
 use atrium_manifest::{CrossAppDependency, InstallSetting, Manifest, RagSlot};
-use atrium_platform::registry::{ActivateRequest, TenantRef};
+use atrium_platform::registry::{ActivateRequest, Actor};
 use atrium_platform::scopes;
 use atrium_store::Install;
 use axum::extract::{Path, State};
@@ -104,10 +104,7 @@ pub async fn catalogue(
     TenantUser(tenant): TenantUser,
 ) -> Result<Json<Catalogue>, ApiError> {
     let registry = registry(&state)?;
-    let installs = state
-        .store
-        .installs(&tenant.org_id, &tenant.tenant_id)
-        .await?;
+    let installs = state.store.installs(&tenant.key()).await?;
     let mut apps = Vec::new();
     // Two reads for the whole catalogue; each version's manifest is parsed once per host.
     for (app, version) in state.store.catalogue().await? {
@@ -194,22 +191,17 @@ fn view_of(
 async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiError> {
     let secret_settings = state
         .store
-        .install_secret_keys(
-            &install.org_id,
-            &install.tenant_id,
-            &install.app_slug,
-            atrium_store::InstallValueKind::Setting,
-        )
+        .install_secret_keys(&install.key(), atrium_store::InstallValueKind::Setting)
         .await?;
-    let templates = state
-        .store
-        .tenant_templates(&install.org_id, &install.tenant_id)
-        .await?;
+    let templates = state.store.tenant_templates(&install.tenant()).await?;
     Ok(view_of(install, secret_settings, &templates))
 }
 
 impl crate::page::Listed for InstallView {
     const KEY: &'static str = "installs";
+}
+
+impl crate::page::SortedBy for InstallView {
     fn sort_key(&self) -> String {
         self.app.clone()
     }
@@ -242,10 +234,7 @@ pub async fn deactivate(
     TenantAdmin(tenant): TenantAdmin,
     Path(app): Path<String>,
 ) -> Result<Json<InstallView>, ApiError> {
-    let install = state
-        .store
-        .deactivate(&tenant.org_id, &tenant.tenant_id, &app)
-        .await?;
+    let install = state.store.deactivate(&tenant.key().install(&app)).await?;
     serving(&state)?
         .after_deactivation(&who(&tenant), &install)
         .await?;
@@ -268,10 +257,7 @@ pub async fn list(
         .store
         .tenant_install_secret_keys(&key, atrium_store::InstallValueKind::Setting)
         .await?;
-    let templates = state
-        .store
-        .tenant_templates(&tenant.org_id, &tenant.tenant_id)
-        .await?;
+    let templates = state.store.tenant_templates(&tenant.key()).await?;
     let views = installs
         .into_iter()
         .map(|install| {
@@ -294,7 +280,7 @@ pub async fn show(
 ) -> Result<Json<InstallView>, ApiError> {
     let install = state
         .store
-        .install(&tenant.org_id, &tenant.tenant_id, &app)
+        .install(&tenant.key().install(&app))
         .await?
         .ok_or_else(|| ApiError::not_found(format!("this tenant has no install of `{app}`")))?;
     Ok(Json(view(&state, install).await?))
@@ -401,12 +387,8 @@ pub async fn call_tool(
 }
 
 /// The tenant reference of a tenant principal.
-fn who(tenant: &atrium_store::TenantPrincipal) -> TenantRef {
-    TenantRef {
-        org_id: tenant.org_id.clone(),
-        tenant_id: tenant.tenant_id.clone(),
-        user_id: Some(tenant.user_id.clone()),
-    }
+fn who(tenant: &atrium_store::TenantPrincipal) -> Actor {
+    Actor::user(tenant.key(), &tenant.user_id)
 }
 
 /// The principal's tenant.

@@ -11,7 +11,7 @@
 //! the client gets the app's status (a server error becomes 502 `app_failed`), its allowed
 //! headers and its body.
 
-use atrium_platform::registry::TenantRef;
+use atrium_platform::registry::Actor;
 use atrium_platform::serving::routes::{self, BodyRefusal, RouteTarget};
 use atrium_platform::serving::{ServeError, Serving};
 use atrium_runtime::CallError;
@@ -40,11 +40,10 @@ pub async fn session(
     let body = read_body(body)?;
     // apps / {app} / routes / the app's path
     let (prefix, path) = split_path(&uri, 3);
-    let tenant = TenantRef {
-        org_id: principal.org_id,
-        tenant_id: principal.tenant_id,
-        user_id: Some(principal.user_id),
-    };
+    let tenant = Actor::user(
+        atrium_store::TenantKey::new(principal.org_id, principal.tenant_id),
+        principal.user_id,
+    );
     let target = serving
         .session_route(
             &tenant,

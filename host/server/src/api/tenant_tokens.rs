@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::views::time;
-use crate::page::{Listed, Page, PageRequest};
+use crate::page::{Listed, Page, PageRequest, time_and_id};
 use crate::principals::{OrgOrTenantAdmin, TenantUser, no_such_tenant};
 use crate::{ApiError, HostState, JsonBody, Org};
 
@@ -142,8 +142,7 @@ pub async fn create(
     let created = state
         .store
         .create_tenant_token(
-            &org.org_id,
-            &tenant,
+            &atrium_store::TenantKey::new(&org.org_id, &tenant),
             &NewTenantToken {
                 role,
                 user_id: body.user_id.as_deref(),
@@ -156,11 +155,10 @@ pub async fn create(
     if created.user_created
         && let Some(serving) = &state.serving
     {
-        let tenant_ref = atrium_platform::registry::TenantRef {
-            org_id: org.org_id.clone(),
-            tenant_id: t.tenant_id.clone(),
-            user_id: Some(t.user_id.clone()),
-        };
+        let tenant_ref = atrium_platform::registry::Actor::user(
+            atrium_store::TenantKey::new(&org.org_id, &t.tenant_id),
+            &t.user_id,
+        );
         let user = atrium_runtime::UserAdded {
             user_id: t.user_id.clone(),
             display_name: t.display_name.clone(),
@@ -192,18 +190,11 @@ pub async fn list(
     page: PageRequest,
 ) -> Result<Json<Page<TokenView>>, ApiError> {
     let org_id = caller.organization_of(&tenant)?;
-    if state.store.tenant(org_id, &tenant).await?.is_none() {
+    let key = atrium_store::TenantKey::new(org_id, &tenant);
+    if state.store.tenant(&key).await?.is_none() {
         return Err(no_such_tenant(&tenant));
     }
-    let after = match page.after.as_deref() {
-        None => None,
-        Some(key) => Some(
-            key.split_once(':')
-                .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id)))
-                .ok_or_else(|| ApiError::field("cursor", "cursor is not one this list gave"))?,
-        ),
-    };
-    let key = atrium_store::TenantKey::new(org_id, &tenant);
+    let after = page.after_time_and_id()?;
     let tokens = state
         .store
         .tenant_tokens_page(&key, after, page.fetch())
@@ -211,16 +202,13 @@ pub async fn list(
     Ok(Json(Page::keyed(
         tokens,
         &page,
-        |t| format!("{}:{}", t.created_at, t.id),
+        |t| time_and_id(t.created_at, &t.id),
         |t| TokenView::from(&t),
     )))
 }
 
 impl Listed for TokenView {
     const KEY: &'static str = "tokens";
-    fn sort_key(&self) -> String {
-        self.id.clone()
-    }
 }
 
 /// Revokes a token of the tenant: 204; 404 for a token that is not this tenant's.
@@ -231,7 +219,7 @@ pub async fn revoke(
 ) -> Result<StatusCode, ApiError> {
     state
         .store
-        .revoke_tenant_token(&org.org_id, &tenant, &id)
+        .revoke_tenant_token(&atrium_store::TenantKey::new(&org.org_id, &tenant), &id)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -188,11 +188,28 @@ impl VersionView {
     }
 }
 
-/// `GET /api/dev/apps`.
+/// A developer's apps, whole (what the developer tool prints, having read every page of
+/// `GET /api/dev/apps`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct AppList {
     /// The developer's apps, by slug.
     pub apps: Vec<AppView>,
+}
+
+/// `GET /api/dev/apps` answers a page of these, by slug.
+impl crate::page::Listed for AppView {
+    const KEY: &'static str = "apps";
+}
+
+impl crate::page::SortedBy for AppView {
+    fn sort_key(&self) -> String {
+        self.slug.clone()
+    }
+}
+
+/// `GET /api/dev/apps/{slug}/versions` answers a page of these, newest first.
+impl crate::page::Listed for VersionView {
+    const KEY: &'static str = "versions";
 }
 
 /// `GET /api/dev/apps/{slug}`.
@@ -201,8 +218,11 @@ pub struct AppDetailView {
     /// The app.
     #[serde(flatten)]
     pub app: AppView,
-    /// Its versions, newest first.
+    /// Its newest versions (the first page of `GET /api/dev/apps/{slug}/versions`), newest
+    /// first.
     pub versions: Vec<VersionView>,
+    /// The cursor of the next page of versions, null when `versions` holds them all.
+    pub versions_next_cursor: Option<String>,
 }
 
 /// `POST /api/dev/apps/{slug}/versions`.

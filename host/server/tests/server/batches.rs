@@ -1,11 +1,12 @@
 //! Batches: background items with mixed outcomes, half-price metering, restart recovery.
 
-use atrium_store::ItemStatus;
+use atrium_store::{ItemStatus, TenantKey};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::chat::{gateway, start_fakes};
-use crate::{assert_error, call_on, stores, unique};
+use crate::host::Host;
+use crate::{assert_error, call_on, state, stores, unique};
 
 async fn poll(state: &atrium_server::HostState, key: &str, id: &str) -> Value {
     for _ in 0..500 {
@@ -82,7 +83,7 @@ async fn items_run_in_the_background_and_one_failure_never_fails_the_others() {
         assert_eq!(fakes.calls("anthropic") + fakes.calls("openai"), 0);
 
         let usage = store
-            .tenant_usage(&key.org_id, "t-batch")
+            .tenant_usage(&TenantKey::new(&key.org_id, "t-batch"))
             .await
             .unwrap()
             .unwrap();
@@ -116,7 +117,10 @@ async fn a_batch_survives_a_restart_and_no_item_is_recorded_twice() {
             )
         })
         .collect();
-    let id = store.create_batch(&key.org_id, "t", &items).await.unwrap();
+    let id = store
+        .create_batch(&TenantKey::new(&key.org_id, "t"), &items)
+        .await
+        .unwrap();
     // A host claimed one item and stopped before writing its result.
     let interrupted = store.claim_batch_item().await.unwrap().unwrap();
     assert_eq!(interrupted.item.status, ItemStatus::Running);
@@ -141,7 +145,7 @@ async fn a_batch_survives_a_restart_and_no_item_is_recorded_twice() {
     assert!(late.is_err());
     assert_eq!(
         store
-            .tenant_usage(&key.org_id, "t")
+            .tenant_usage(&TenantKey::new(&key.org_id, "t"))
             .await
             .unwrap()
             .unwrap()
@@ -193,4 +197,81 @@ async fn malformed_batches_are_refused_whole() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn batches_are_listed_newest_first_a_page_at_a_time_to_their_organization_only() {
+    for (store, _dir) in stores().await {
+        let host = Host::start(state(&store, vec![])).await;
+        let acme = store.create_key(&unique("acme"), "k").await.unwrap();
+        let globex = store.create_key(&unique("globex"), "k").await.unwrap();
+        let items: Vec<(String, String)> = ["x", "y"]
+            .iter()
+            .map(|id| ((*id).to_owned(), json!({"messages": []}).to_string()))
+            .collect();
+        let mut created = Vec::new();
+        for tenant in ["t-1", "t-2", "t-1"] {
+            let key = TenantKey::new(&acme.org_id, tenant);
+            created.push(store.create_batch(&key, &items).await.unwrap());
+        }
+        let theirs = TenantKey::new(&globex.org_id, "t-1");
+        let other = store.create_batch(&theirs, &items).await.unwrap();
+
+        // Two pages of two and one; the batches are created within the same millisecond or
+        // not, and the page boundary holds either way (ties are broken by id).
+        let pages = host.pages("/v1/batches", &acme.secret, "data", 2).await;
+        assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [2, 1]);
+        let listed: Vec<&Value> = pages.iter().flatten().collect();
+        let mut ids: Vec<&str> = listed.iter().map(|b| b["id"].as_str().unwrap()).collect();
+        let times: Vec<i64> = listed
+            .iter()
+            .map(|b| b["created_at"].as_i64().unwrap())
+            .collect();
+        assert!(
+            times.windows(2).all(|w| w[0] >= w[1]),
+            "newest first: {times:?}"
+        );
+        ids.sort_unstable();
+        let mut expected: Vec<&str> = created.iter().map(String::as_str).collect();
+        expected.sort_unstable();
+        assert_eq!(
+            ids, expected,
+            "each batch once, none of another organization"
+        );
+        let first = listed[0];
+        assert_eq!(first["object"], "batch");
+        assert_eq!(first["status"], "in_progress");
+        assert_eq!(
+            first["request_counts"],
+            json!({"total": 2, "completed": 0, "failed": 0})
+        );
+        assert!(
+            first.get("results").is_none(),
+            "a list leaves the results out: {first}"
+        );
+        let (status, whole) = host.get("/v1/batches", &acme.secret).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(whole["object"], "list");
+        assert_eq!(whole["data"].as_array().unwrap().len(), 3);
+
+        // The other organization sees its own batch only.
+        let (_, theirs) = host.get("/v1/batches", &globex.secret).await;
+        assert_eq!(theirs["data"].as_array().unwrap().len(), 1, "{theirs}");
+        assert_eq!(theirs["data"][0]["id"], other.as_str());
+
+        for (query, param) in [
+            ("limit=0", "limit"),
+            ("limit=201", "limit"),
+            ("cursor=eHl6", "cursor"),
+        ] {
+            let (status, body) = host
+                .get(&format!("/v1/batches?{query}"), &acme.secret)
+                .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+            assert_eq!(body["error"]["param"], param, "{body}");
+        }
+        let (status, _) = host.get("/v1/batches", "sk-nobody").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        host.stop().await;
+    }
 }

@@ -85,6 +85,40 @@ impl Host {
         )
     }
 
+    /// Reads the paged list at `path` (no query of its own) `limit` items at a time, following
+    /// `next_cursor` to the end: the pages' lists under `key`. Every page but the last is full
+    /// and has a cursor; the last has none.
+    pub(crate) async fn pages(
+        &self,
+        path: &str,
+        token: &str,
+        key: &str,
+        limit: usize,
+    ) -> Vec<Vec<Value>> {
+        let mut pages = Vec::new();
+        let mut next = format!("{path}?limit={limit}");
+        loop {
+            let (status, page) = self.get(&next, token).await;
+            assert_eq!(status, StatusCode::OK, "{next}: {page}");
+            let items = page[key]
+                .as_array()
+                .unwrap_or_else(|| panic!("{page}"))
+                .clone();
+            assert!(items.len() <= limit, "{page}");
+            pages.push(items.clone());
+            match page["next_cursor"].as_str() {
+                Some(cursor) => {
+                    assert_eq!(items.len(), limit, "a page before the last is full: {page}");
+                    next = format!("{path}?limit={limit}&cursor={cursor}");
+                }
+                None => {
+                    assert!(page["next_cursor"].is_null(), "{page}");
+                    return pages;
+                }
+            }
+        }
+    }
+
     pub(crate) async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
         self.send("GET", path, Some(token), Body::None).await
     }

@@ -1,6 +1,7 @@
 //! The official `openai` Python package as a real client of the host: chat, streaming and
 //! models. The package is installed from PyPI into the build cache on first use.
 
+use atrium_store::TenantKey;
 use std::process::Command;
 
 use serde_json::Value;
@@ -116,7 +117,7 @@ async fn the_official_openai_python_client_works_unchanged() {
     assert_eq!(out["policy"]["code"], "policy_violation");
     metering.flush().await;
     let usage = store
-        .tenant_usage(&key.org_id, "py-tenant")
+        .tenant_usage(&TenantKey::new(&key.org_id, "py-tenant"))
         .await
         .unwrap()
         .unwrap();

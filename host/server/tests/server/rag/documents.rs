@@ -100,6 +100,45 @@ async fn documents_are_added_listed_found_and_deleted() {
         assert_eq!(docs[0]["title"], "Travel policy");
         assert_eq!(docs[0]["status"], "indexed");
         assert!(docs[0]["created_at"].as_i64().unwrap() > 1_700_000_000);
+        assert!(list["next_cursor"].is_null(), "{list}");
+
+        // A page at a time, oldest first, the boundary between the two documents.
+        let (_, first) = json_call(
+            &state,
+            "GET",
+            "/v1/rag/kb/documents?limit=1",
+            &key,
+            "t",
+            None,
+        )
+        .await;
+        assert_eq!(first["object"], "list");
+        assert_eq!(first["data"].as_array().unwrap().len(), 1, "{first}");
+        assert_eq!(first["data"][0]["id"], travel.as_str());
+        let cursor = first["next_cursor"].as_str().unwrap();
+        let (_, second) = json_call(
+            &state,
+            "GET",
+            &format!("/v1/rag/kb/documents?limit=1&cursor={cursor}"),
+            &key,
+            "t",
+            None,
+        )
+        .await;
+        assert_eq!(second["data"].as_array().unwrap().len(), 1, "{second}");
+        assert_eq!(second["data"][0]["id"], espresso.as_str());
+        assert!(second["next_cursor"].is_null(), "{second}");
+        let (status, body) = json_call(
+            &state,
+            "GET",
+            "/v1/rag/kb/documents?limit=201",
+            &key,
+            "t",
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["param"], "limit");
 
         let matches = top(&state, &key, "t", "kb", "espresso descaling").await;
         assert_eq!(matches[0]["document_id"], espresso.as_str(), "{matches:?}");

@@ -1,6 +1,7 @@
 //! Lifecycle hooks over HTTP: a first activation whose `on_install` fails is undone, and one
 //! that succeeds serves calls.
 
+use atrium_store::TenantKey;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -85,7 +86,12 @@ async fn a_failing_on_install_undoes_the_first_activation() {
     )
     .await;
     store
-        .create_collection(&acme.org_id, "shop", "contracts", "lexical", "lexical-v1")
+        .create_collection(
+            &TenantKey::new(&acme.org_id, "shop"),
+            "contracts",
+            "lexical",
+            "lexical-v1",
+        )
         .await
         .unwrap();
     let scopes = json!(["invoices.read", "invoices.write", "mail.send"]);

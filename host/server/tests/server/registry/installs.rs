@@ -3,6 +3,7 @@
 //! cloned once, dependency grants), deactivation, integrations, and tenants and organizations
 //! that see nothing of each other.
 
+use atrium_store::TenantKey;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -187,7 +188,12 @@ async fn activation_checks_everything_and_reruns_idempotently() {
         assert!(missing(&body)[0].contains("handbook"), "{body}");
         // The collection exists once the tenant creates it (through /v1 with the org key).
         store
-            .create_collection(&acme.org_id, tenant, "handbook", "lexical", "lexical-v1")
+            .create_collection(
+                &TenantKey::new(&acme.org_id, tenant),
+                "handbook",
+                "lexical",
+                "lexical-v1",
+            )
             .await
             .unwrap();
         let (status, body) = activate(full.clone(), admin.clone()).await;
@@ -274,7 +280,7 @@ async fn activation_checks_everything_and_reruns_idempotently() {
             assert_eq!(body["error"]["param"], param, "{query}: {body}");
         }
         let grant = store
-            .grant(&acme.org_id, tenant, &desk, &ledger)
+            .grant(&TenantKey::new(&acme.org_id, tenant), &desk, &ledger)
             .await
             .unwrap()
             .unwrap();
@@ -296,7 +302,7 @@ async fn activation_checks_everything_and_reruns_idempotently() {
         );
         assert_eq!(body["secret_settings"], json!(["api_key"]));
         let grant = store
-            .grant(&acme.org_id, tenant, &desk, &ledger)
+            .grant(&TenantKey::new(&acme.org_id, tenant), &desk, &ledger)
             .await
             .unwrap()
             .unwrap();

@@ -193,13 +193,13 @@ fn registry_over(
         ..atrium_runtime::RuntimeConfig::default()
     })
     .unwrap();
-    Registry::new(
-        store.clone(),
+    Registry::new(atrium_platform::registry::RegistryParts {
+        store: store.clone(),
         artifacts,
         runtime,
         secrets,
-        data.join("bundles"),
-    )
+        bundles_dir: data.join("bundles"),
+    })
 }
 
 /// Compiled components are cached across tests and runs (compiling is the slow part).

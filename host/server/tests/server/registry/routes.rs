@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use atrium_platform::identity::{Identity, TokenIssuer};
-use atrium_platform::registry::TenantRef;
+use atrium_platform::registry::Actor;
 use atrium_platform::sealing::SecretsKey;
 use atrium_platform::serving::routes::{PUBLIC_NOT_FOUND, public_route_path};
 use atrium_store::{NewDeveloper, Store};
@@ -556,11 +556,7 @@ async fn routes_are_served_behind_the_floor_and_public_ones_without_a_session() 
             .await;
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
         let open = answer.body["result"]["ok"].as_str().unwrap().to_owned();
-        let acme_shop = TenantRef {
-            org_id: acme.org_id.clone(),
-            tenant_id: "shop".into(),
-            user_id: None,
-        };
+        let acme_shop = Actor::host(atrium_store::TenantKey::new(&acme.org_id, "shop"));
         assert_eq!(open, public_route_path(&app, &acme_shop, "/open"));
         let public_base = open.trim_end_matches("/open").to_owned();
         let answer = host
@@ -594,10 +590,7 @@ async fn routes_are_served_behind_the_floor_and_public_ones_without_a_session() 
         let fingerprint = segment.rsplit('-').next().unwrap().to_owned();
         let other_org = public_route_path(
             &app,
-            &TenantRef {
-                org_id: umbrella.org_id.clone(),
-                ..acme_shop.clone()
-            },
+            &Actor::host(atrium_store::TenantKey::new(&umbrella.org_id, "shop")),
             "/open",
         );
         let misses = [

@@ -8,7 +8,7 @@ use atrium_platform::serving::Serving;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use atrium_platform::registry::TenantRef;
+use atrium_platform::registry::Actor;
 
 use super::{Body, Host, open_registry, slug};
 use crate::{stores, unique};
@@ -92,7 +92,10 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
         let (a, b) = (ours(a.unwrap()), ours(b.unwrap()));
         assert_eq!(a.len() + b.len(), 2, "each due schedule once: {a:?} {b:?}");
         let runs = store
-            .schedule_runs(&acme.org_id, "shop", &app, 10)
+            .schedule_runs(
+                &atrium_store::InstallKey::new(&acme.org_id, "shop", &app),
+                10,
+            )
             .await
             .unwrap();
         assert_eq!(runs.len(), 2, "{runs:?}");
@@ -135,11 +138,7 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
         // The other host remembers the install (its change feed polled), until a settings
         // change through this host reaches it, at its next poll.
         let poller = tokio::spawn(other.clone().watch_changes());
-        let shop = TenantRef {
-            org_id: acme.org_id.clone(),
-            tenant_id: "shop".into(),
-            user_id: None,
-        };
+        let shop = Actor::host(atrium_store::TenantKey::new(&acme.org_id, "shop"));
         let there = &hosts[1].1;
         until(|| async { other.changes_fresh() }).await;
         for _ in 0..2 {
@@ -176,7 +175,7 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
 
 /// The greeting setting an install of `app` sees when called on `serving`; `None` when the
 /// call is refused (no active install).
-async fn greeting(serving: &Serving, tenant: &TenantRef, app: &str) -> Option<String> {
+async fn greeting(serving: &Serving, tenant: &Actor, app: &str) -> Option<String> {
     let config = json!({"op": "config_all"});
     let result = serving
         .call_tool(tenant, app, "platform", &config)

@@ -196,6 +196,50 @@ async fn versions_are_registered_once_owned_promoted_and_archived() {
         let (_, shown) = host.get(&format!("/api/dev/apps/{app}"), &ada_token).await;
         let versions = shown["versions"].as_array().unwrap();
         assert_eq!(versions.len(), 2, "{shown}");
+        assert!(shown["versions_next_cursor"].is_null(), "{shown}");
+        // The versions a page at a time, newest first; another developer's are refused.
+        let versions_path = format!("/api/dev/apps/{app}/versions");
+        let pages = host.pages(&versions_path, &ada_token, "versions", 1).await;
+        let names: Vec<&str> = pages
+            .iter()
+            .flatten()
+            .map(|v| v["version"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["1.1.0", "1.0.0"]);
+        assert_eq!(pages[0][0]["current"], true);
+        let (status, _) = host.get(&versions_path, &bob_token).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        // A second app of ada's, and her apps a page at a time, by slug.
+        let second = slug("notes-b");
+        let second_manifest = manifest(&second, "1.0.0", "");
+        let parts = [(
+            "manifest",
+            Some("atrium.app.yaml"),
+            second_manifest.as_bytes(),
+        )];
+        let (status, body) = host.register(&second, &ada_token, &parts).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let pages = host.pages("/api/dev/apps", &ada_token, "apps", 1).await;
+        let mut slugs: Vec<&str> = pages
+            .iter()
+            .flatten()
+            .map(|a| a["slug"].as_str().unwrap())
+            .collect();
+        assert_eq!(slugs.len(), 2, "{pages:?}");
+        assert!(slugs[0] < slugs[1], "by slug: {slugs:?}");
+        slugs.sort_unstable();
+        let mut expected = [app.as_str(), second.as_str()];
+        expected.sort_unstable();
+        assert_eq!(slugs, expected);
+        let (_, his_list) = host.get("/api/dev/apps", &bob_token).await;
+        assert!(
+            his_list["apps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a["slug"] != app.as_str() && a["slug"] != second.as_str()),
+            "{his_list}"
+        );
         let current = versions.iter().find(|v| v["version"] == "1.1.0").unwrap();
         assert_eq!(current["status"], "published");
         assert_eq!(current["current"], true);
