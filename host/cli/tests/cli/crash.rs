@@ -131,10 +131,20 @@ fn a_kill_during_ingestion_leaves_every_document_whole_or_absent() {
             attempted.len()
         );
         // Every document listed is indexed, and every acknowledged one is listed whole.
-        let listed = http(&host.addr, "GET", "/v1/rag/crash/documents", Some(&key), "");
-        let listed = body(&listed).unwrap();
-        let listed = listed["data"].as_array().unwrap();
-        for document in listed {
+        // (every page of the list, following its cursor)
+        let mut listed: Vec<Value> = Vec::new();
+        let mut path = "/v1/rag/crash/documents?limit=200".to_owned();
+        loop {
+            let page = body(&http(&host.addr, "GET", &path, Some(&key), "")).unwrap();
+            listed.extend(page["data"].as_array().unwrap().iter().cloned());
+            match page["next_cursor"].as_str() {
+                Some(cursor) => {
+                    path = format!("/v1/rag/crash/documents?limit=200&cursor={cursor}");
+                }
+                None => break,
+            }
+        }
+        for document in &listed {
             assert_eq!(document["status"], "indexed", "{document}");
         }
         for (marker, chunks) in &acknowledged {
