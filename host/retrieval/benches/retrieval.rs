@@ -148,15 +148,10 @@ async fn build(target: i64) -> Setup {
     let started = Instant::now();
     let mut chunks = 0;
     let titles: Vec<String> = (0..docs.len()).map(|i| format!("Document {i}")).collect();
+    let tenant = TenantKey::new(&org, "t");
     for (batch, names) in docs.chunks(4).zip(titles.chunks(4)) {
         let results = futures::future::join_all(batch.iter().zip(names).map(|(text, title)| {
-            retrieval.add_document(
-                &TenantKey::new(&org, "t"),
-                "corpus",
-                title,
-                text.clone(),
-                "text",
-            )
+            retrieval.add_document(&tenant, "corpus", title, text.clone(), "text")
         }))
         .await;
         for r in results {
