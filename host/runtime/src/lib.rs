@@ -28,6 +28,7 @@
 
 mod app;
 mod bindings;
+pub mod build_inputs;
 mod cache;
 mod egress;
 mod engine;

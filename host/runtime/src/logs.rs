@@ -166,6 +166,11 @@ impl LogSink {
 
     fn emit_line(&self, stream: Stream, line: &[u8]) {
         let text = String::from_utf8_lossy(line);
+        // A blank line says nothing (Rust's panic report writes one around its message): it
+        // would be an empty record beside the real one.
+        if text.trim().is_empty() {
+            return;
+        }
         let (level, name) = match stream {
             Stream::Stdout => (LogLevel::Info, "stdout"),
             Stream::Stderr => (LogLevel::Warn, "stderr"),

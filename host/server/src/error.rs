@@ -38,6 +38,8 @@ pub struct ApiError {
     internal: Option<Box<Internal>>,
     /// Seconds the client should wait before trying again (the `Retry-After` header).
     retry_after: Option<u64>,
+    /// Trying again cannot help (`X-Should-Retry: false`, which the OpenAI SDKs honour).
+    final_answer: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +71,7 @@ impl ApiError {
             extra: None,
             internal: None,
             retry_after: None,
+            final_answer: false,
         }
     }
 
@@ -229,6 +232,15 @@ impl ApiError {
         Self::server(StatusCode::SERVICE_UNAVAILABLE, code, message)
     }
 
+    /// The same error, marked as one that another try cannot change: a 503 that lasts until
+    /// the operator acts (no provider configured). The OpenAI SDKs retry every 5xx unless the
+    /// answer says `X-Should-Retry: false`, which this sets.
+    #[must_use]
+    pub fn final_answer(mut self) -> Self {
+        self.final_answer = true;
+        self
+    }
+
     /// The same error with a `Retry-After` of `seconds`.
     #[must_use]
     pub fn retry_after(mut self, seconds: u64) -> Self {
@@ -308,6 +320,12 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        if self.final_answer {
+            response.headers_mut().insert(
+                axum::http::HeaderName::from_static("x-should-retry"),
+                HeaderValue::from_static("false"),
+            );
+        }
         if self.status.is_server_error() {
             if let Some(internal) = &self.internal
                 && let Ok(id) = HeaderValue::from_str(&internal.id)
@@ -335,13 +353,14 @@ pub async fn log_requests(request: Request, next: Next) -> Response {
     let status = response.status();
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     if !status.is_server_error() {
-        tracing::info!(%method, %path, status = status.as_u16(), elapsed_ms, "request");
+        tracing::info!(target: "atrium::request", %method, %path, status = status.as_u16(), elapsed_ms, "request");
         return response;
     }
     let record = response.extensions_mut().remove::<ServerErrorRecord>();
     let message = record.as_ref().map_or("", |r| r.message.as_str());
     match record.as_ref().and_then(|r| r.internal.as_ref()) {
         Some(internal) => tracing::error!(
+            target: "atrium::request",
             %method, %path, status = status.as_u16(), elapsed_ms, error_id = %internal.id,
             detail = %internal.detail, "{message}"
         ),
@@ -350,9 +369,11 @@ pub async fn log_requests(request: Request, next: Next) -> Response {
             StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE
         ) =>
         {
-            tracing::warn!(%method, %path, status = status.as_u16(), elapsed_ms, "{message}");
+            tracing::warn!(target: "atrium::request", %method, %path, status = status.as_u16(), elapsed_ms, "{message}");
         }
-        None => tracing::error!(%method, %path, status = status.as_u16(), elapsed_ms, "{message}"),
+        None => {
+            tracing::error!(target: "atrium::request", %method, %path, status = status.as_u16(), elapsed_ms, "{message}")
+        }
     }
     response
 }
@@ -405,7 +426,7 @@ impl From<GatewayError> for ApiError {
                 ApiError::bad_request(message, Some(param))
             }
             GatewayError::Route(RouteError::Unavailable(message)) => {
-                ApiError::unavailable("no_backend", message)
+                ApiError::unavailable("no_backend", message).final_answer()
             }
             GatewayError::Refused(attempt) => match &attempt.error {
                 UpstreamError::Status {

@@ -78,6 +78,29 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// A JSON body whose every field is optional: no body at all (or an empty one) is
+/// `T::default()`, as `curl -X POST` without `-d` sends it; anything else is a [`JsonBody`].
+#[derive(Debug, Clone)]
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+        let headers = request.headers();
+        let empty = match headers.get(CONTENT_LENGTH) {
+            Some(length) => length.as_bytes() == b"0",
+            None => !headers.contains_key(TRANSFER_ENCODING),
+        };
+        if empty {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        let JsonBody(value) = JsonBody::from_request(request, state).await?;
+        Ok(OptionalJsonBody(value))
+    }
+}
+
 fn json_error(rejection: JsonRejection) -> ApiError {
     match rejection {
         JsonRejection::JsonDataError(e) => {

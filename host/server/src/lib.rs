@@ -31,7 +31,7 @@ pub use atrium_store::Metering;
 pub use atrium_store::POLL_INTERVAL;
 pub use chat::DEFAULT_TENANT;
 pub use error::{ApiError, ERROR_ID_HEADER};
-pub use extract::{JsonBody, TENANT_HEADER, TenantHeader};
+pub use extract::{JsonBody, OptionalJsonBody, TENANT_HEADER, TenantHeader};
 pub use principals::{Dev, Org};
 
 /// The largest request body accepted (a 413 beyond it).
@@ -147,6 +147,53 @@ impl HostState {
     }
 }
 
+/// `GET /`: what this host serves and where its documentation is, until the workspace UI
+/// answers there.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Welcome {
+    /// `atrium`.
+    pub name: &'static str,
+    /// The host's version.
+    pub version: &'static str,
+    /// The APIs, by path prefix, with what each is for.
+    pub apis: Vec<WelcomeApi>,
+    /// Where the documentation is.
+    pub docs: &'static str,
+}
+
+/// One API in [`Welcome`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WelcomeApi {
+    /// Its path prefix.
+    pub path: &'static str,
+    /// What it serves and the credential it takes.
+    pub serves: &'static str,
+}
+
+impl Default for Welcome {
+    fn default() -> Self {
+        Welcome {
+            name: "atrium",
+            version: env!("CARGO_PKG_VERSION"),
+            apis: vec![
+                WelcomeApi {
+                    path: "/v1",
+                    serves: "the OpenAI-compatible API: chat, embeddings, retrieval, batches, usage (an organization key: `atrium keys create`)",
+                },
+                WelcomeApi {
+                    path: "/api",
+                    serves: "the app platform: installs, tool calls, routes (a tenant token: `atrium tenants tokens create`); the registry under /api/dev (a developer token: `atrium developers create`)",
+                },
+                WelcomeApi {
+                    path: "/health",
+                    serves: "`ok` while the host serves",
+                },
+            ],
+            docs: "docs/api.md (the /v1 API), docs/platform.md (/api), docs/cli.md (the developer tool) in the Atrium source tree",
+        }
+    }
+}
+
 /// The host's routes.
 pub fn router(state: HostState) -> Router {
     // Each module's own router, merged: a capability adds its module and one line here.
@@ -163,6 +210,13 @@ pub fn router(state: HostState) -> Router {
         .nest("/v1", v1)
         .nest("/api", api::router())
         .route("/health", get(|| async { "ok" }))
+        .route("/", get(|| async { axum::Json(Welcome::default()) }))
+        .fallback(|uri: axum::http::Uri| async move {
+            ApiError::not_found(format!(
+                "there is no endpoint {}; GET / lists where the APIs are",
+                uri.path()
+            ))
+        })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(error::log_requests))
         .layer(axum::middleware::from_fn_with_state(

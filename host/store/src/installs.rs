@@ -630,13 +630,15 @@ impl Store {
         })
     }
 
-    /// Moves an install to `version` (with `granted_scopes` when the upgrade widened them) and
-    /// clears its pending version.
+    /// Moves an install to `version` with `granted_scopes` (the scopes it asks for) and its
+    /// non-secret `settings` as checked against that version (new settings at their defaults),
+    /// and clears its pending version.
     pub async fn upgrade_install(
         &self,
         install: &InstallKey,
         version: &str,
         granted_scopes: &[String],
+        settings: &Map<String, Value>,
     ) -> Result<()> {
         let InstallKey {
             org_id,
@@ -645,14 +647,15 @@ impl Store {
         } = install;
         let now = now_millis();
         let scopes = to_json(&granted_scopes)?;
+        let settings = to_json(settings)?;
         let change = Change::install(install);
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             sqlx::query(
-                "UPDATE installs SET version = $1, granted_scopes = $2, pending_version = NULL, updated_at = $3 \
-                 WHERE org_id = $4 AND tenant_id = $5 AND app_slug = $6",
+                "UPDATE installs SET version = $1, granted_scopes = $2, settings = $3, pending_version = NULL, updated_at = $4 \
+                 WHERE org_id = $5 AND tenant_id = $6 AND app_slug = $7",
             )
-            .bind(version).bind(&scopes).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
+            .bind(version).bind(&scopes).bind(&settings).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
             .execute(&mut *tx).await?;
             crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             tx.commit().await?;

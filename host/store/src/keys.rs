@@ -70,6 +70,30 @@ pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
 }
 
 impl Store {
+    /// The id of organization `org_name`, created when new (without a key: a developer's dev
+    /// tenant may live in an organization nobody called /v1 for yet).
+    pub async fn ensure_organization(&self, org_name: &str) -> Result<String> {
+        check_name("the organization name", org_name)?;
+        let new_org_id = format!("org_{}", random_hex(8)?);
+        let now = now_millis();
+        Ok(on_pool!(self, pool => {
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
+            sqlx::query("INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
+                .bind(&new_org_id)
+                .bind(org_name)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            let org_id: String = sqlx::query("SELECT id FROM organizations WHERE name = $1")
+                .bind(org_name)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("id")?;
+            tx.commit().await?;
+            org_id
+        }))
+    }
+
     /// Creates a key for organization `org_name` (created when new).
     pub async fn create_key(&self, org_name: &str, name: &str) -> Result<CreatedKey> {
         check_name("the organization name", org_name)?;

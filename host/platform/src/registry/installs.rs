@@ -93,9 +93,9 @@ pub struct Activated {
 }
 
 /// Settings as they will be stored: the plain values, and the secret ones sealed.
-struct CheckedSettings {
-    settings: Map<String, Value>,
-    sealed: Vec<(String, String)>,
+pub(super) struct CheckedSettings {
+    pub(super) settings: Map<String, Value>,
+    pub(super) sealed: Vec<(String, String)>,
 }
 
 fn outcome(outcome: &'static str, message: String, names: Vec<String>) -> RegistryError {
@@ -295,7 +295,7 @@ impl Registry {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn check_settings(
+    pub(super) fn check_settings(
         &self,
         tenant: &Actor,
         app_slug: &str,

@@ -24,6 +24,7 @@ use atrium_manifest::{Code, Manifest, Severity};
 use atrium_runtime::Runtime;
 use atrium_store::{App, AppVersion, Developer, NewVersion, Registered, Store, VersionFile};
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use agents::{AgentEdit, InstalledAgent, InstalledWorkflow, WorkflowOverride};
@@ -32,7 +33,7 @@ pub use errors::RegistryError;
 pub use installs::{ActivateRequest, Activated, Actor};
 pub use integrations::MAX_PROVIDER_CHARS;
 pub use preflight::{PreflightFile, PreflightRequest};
-pub use upgrades::{ForcedUpgrade, UpgradeOutcome};
+pub use upgrades::{ForcedUpgrade, Pending, TenantUpgrade, UpgradeOutcome};
 
 use crate::artifacts::{self, Artifacts};
 use crate::sealing::SecretsKey;
@@ -56,6 +57,41 @@ pub struct Upload {
     pub docs: Vec<(String, Bytes)>,
     /// Template defaults: (file name, bytes), each a template object or an array of them.
     pub templates: Vec<(String, Bytes)>,
+}
+
+/// What a promotion did.
+#[derive(Debug, Clone)]
+pub struct Promoted {
+    /// The app after it.
+    pub app: App,
+    /// The auto-upgrading installs it moved, or that wait (for consent or settings).
+    pub installs: Vec<UpgradeOutcome>,
+    /// The developer's dev tenant's install of the version, when the developer has a dev
+    /// tenant.
+    pub dev_install: Option<DevInstall>,
+}
+
+/// The developer's dev tenant's install after a promotion: activated on the version with the
+/// scopes it asks for (the developer's own sandbox consents) and the settings' defaults, or
+/// what keeps it from that.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DevInstall {
+    /// The organization.
+    pub organization: String,
+    /// The dev tenant.
+    pub tenant: String,
+    /// `installed` (its first activation), `upgraded`, `current` (already on the version), or
+    /// the activation's refusal: `missing_settings`, `invalid_settings`,
+    /// `missing_integrations`, `missing_rag_bindings`, `missing_app_dependencies`.
+    pub outcome: String,
+    /// The version the install is on now.
+    pub version: Option<String>,
+    /// What the refusal names (settings, integrations, slots, apps).
+    #[serde(default)]
+    pub missing: Vec<String>,
+    /// The refusal's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// What a registration answered.
@@ -277,9 +313,14 @@ impl Registry {
             }
         };
         let manifest_digest = artifacts::digest(&upload.manifest);
+        let build_inputs = upload
+            .component
+            .as_deref()
+            .and_then(atrium_runtime::build_inputs::read);
         let content_digest = content_digest(
             &manifest_digest,
             component.as_ref(),
+            build_inputs.as_deref(),
             &manifest.runtime.image,
             &docs,
         );
@@ -304,6 +345,10 @@ impl Registry {
                 return Err(e.into());
             }
         };
+        if registered == Registered::Unchanged {
+            // A rebuild of the same inputs sent other bytes: the version keeps the first.
+            self.forget(&written).await;
+        }
         let version = self
             .inner
             .store
@@ -357,7 +402,12 @@ impl Registry {
     }
 
     /// Promotes a registered version to the app's current version. Needs `publish_allowed`.
-    pub async fn promote(&self, developer: &Developer, slug: &str, version: &str) -> Result<App> {
+    pub async fn promote(
+        &self,
+        developer: &Developer,
+        slug: &str,
+        version: &str,
+    ) -> Result<Promoted> {
         self.owned_app(developer, slug).await?;
         if !developer.publish_allowed {
             return Err(RegistryError::Forbidden(format!(
@@ -366,12 +416,22 @@ impl Registry {
             )));
         }
         let app = self.inner.store.promote_version(slug, version).await?;
-        // Promotion is done; moving the auto-upgrading installs follows it (a failure is
-        // logged: the installs stay where they are and the next promotion tries again).
-        if let Err(e) = self.auto_upgrade(slug, version).await {
-            tracing::warn!(app = slug, version, error = %e, "auto-upgrading installs failed");
-        }
-        Ok(app)
+        // Promotion is done; the developer's dev tenant gets the version first, then the
+        // auto-upgrading installs follow (a failure is logged: the installs stay where they
+        // are and the next promotion tries again).
+        let dev_install = self.install_in_dev_tenant(developer, slug, version).await;
+        let installs = match self.auto_upgrade(slug, version).await {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                tracing::warn!(app = slug, version, error = %e, "auto-upgrading installs failed");
+                Vec::new()
+            }
+        };
+        Ok(Promoted {
+            app,
+            installs,
+            dev_install,
+        })
     }
 
     /// Archives an app.
@@ -574,22 +634,29 @@ fn canonical_templates(
 }
 
 /// The digest of what a registration sent: the manifest, the component (or the image for a
-/// container app) and each docs file, in a fixed order.
+/// container app) and each docs file, in a fixed order. A component that carries its build
+/// inputs ([`atrium_runtime::build_inputs`]) counts by them rather than by its bytes, so that
+/// a rebuild of the same sources by a toolchain whose output varies is the same content.
 fn content_digest(
     manifest: &str,
     component: Option<&VersionFile>,
+    build_inputs: Option<&str>,
     image: &str,
     docs: &[VersionFile],
 ) -> String {
     let mut hash = Sha256::new();
     hash.update(b"manifest\0");
     hash.update(manifest.as_bytes());
-    match component {
-        Some(c) => {
+    match (component, build_inputs) {
+        (Some(_), Some(inputs)) => {
+            hash.update(b"\0component-inputs\0");
+            hash.update(inputs.as_bytes());
+        }
+        (Some(c), None) => {
             hash.update(b"\0component\0");
             hash.update(c.digest.as_bytes());
         }
-        None => {
+        (None, _) => {
             hash.update(b"\0image\0");
             hash.update(image.as_bytes());
         }

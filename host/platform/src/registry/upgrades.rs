@@ -1,13 +1,17 @@
 //! Upgrades: an install stays on its version until it moves. `upgrade_policy: auto` moves it
 //! to each newly promoted version unless that version asks for scopes the tenant has not
-//! granted (it then waits, `pending_version`, for the tenant's consent); the tenant upgrades
-//! with consent; the developer forces installs to a version, bypassing the policy, and may
-//! grant new scopes without consent on their own dev tenant only.
+//! granted, or needs a required setting the install has no value for (it then waits,
+//! `pending_version`, for the tenant's consent and values); the tenant upgrades with consent
+//! and the values; the developer forces installs to a version, bypassing the policy, and may
+//! grant new scopes without consent on their own dev tenant only (a missing setting still
+//! waits: nobody but the tenant can give it a value). An install that moves takes the new
+//! version's settings checked as activation checks them: new ones at their defaults.
 
-use atrium_store::{Developer, Install};
+use atrium_store::{Developer, Install, InstallValueKind};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::{ActivateRequest, Activated, Actor, Registry, RegistryError, Result};
+use super::{ActivateRequest, Activated, Actor, DevInstall, Registry, RegistryError, Result};
 
 /// What happened to one install in an upgrade run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -20,10 +24,43 @@ pub struct UpgradeOutcome {
     pub from: String,
     /// The version it is on now, or waits for.
     pub to: String,
-    /// `upgraded`, `pending_consent` (new scopes, no consent) or `current` (already there).
+    /// `upgraded`, `pending_consent` (new scopes, no consent), `pending_settings` (required
+    /// settings without a value; with new scopes as well, `pending_consent`) or `current`
+    /// (already there).
     pub outcome: String,
     /// The scopes the target adds, when it waits for consent or they were force-granted.
     pub new_scopes: Vec<String>,
+    /// The target's settings the install must be given (required without a value, or a value
+    /// the target's rules refuse), when it waits.
+    #[serde(default)]
+    pub missing_settings: Vec<String>,
+}
+
+/// What an install waits for before it moves to its pending version.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Pending {
+    /// The version it waits to move to.
+    pub version: String,
+    /// The scopes that version adds, which the tenant has not granted.
+    pub new_scopes: Vec<String>,
+    /// The settings it needs values for (`POST /api/installs/{app}/upgrade` takes them).
+    pub missing_settings: Vec<String>,
+}
+
+/// The body of the tenant's upgrade, `POST /api/installs/{app}/upgrade`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantUpgrade {
+    /// The scopes granted now (consent to what the new version adds); omitted keeps them.
+    #[serde(default)]
+    pub granted_scopes: Option<Vec<String>>,
+    /// Values of settings by id, for settings the new version adds or whose values change;
+    /// omitted ids keep their stored value (or get their default).
+    #[serde(default)]
+    pub settings: Map<String, Value>,
+    /// The version (default: the pending version, else the app's current one).
+    #[serde(default)]
+    pub version: Option<String>,
 }
 
 /// The body of the developer's forced upgrade.
@@ -57,10 +94,21 @@ impl Registry {
             {
                 continue;
             }
-            outcomes.push(
-                self.move_install(&install, version, &manifest.required_scopes, false)
-                    .await?,
+            let outcome = self
+                .move_install(&install, version, &manifest, false)
+                .await?;
+            tracing::info!(
+                app = app_slug,
+                org = %outcome.organization,
+                tenant = %outcome.tenant,
+                from = %outcome.from,
+                to = %outcome.to,
+                outcome = %outcome.outcome,
+                new_scopes = ?outcome.new_scopes,
+                missing_settings = ?outcome.missing_settings,
+                "auto-upgrade"
             );
+            outcomes.push(outcome);
         }
         Ok(outcomes)
     }
@@ -140,7 +188,7 @@ impl Registry {
             });
             let force = request.force_grant_new_scopes && is_dev;
             outcomes.push(
-                self.move_install(&install, &target, &manifest.required_scopes, force)
+                self.move_install(&install, &target, &manifest, force)
                     .await?,
             );
         }
@@ -148,65 +196,251 @@ impl Registry {
     }
 
     /// The tenant's upgrade with consent: re-activates on `version` (default the pending
-    /// version, else the app's current one) with the scopes granted now.
+    /// version, else the app's current one) with the scopes granted now and the settings given.
     pub async fn upgrade(
         &self,
         tenant: &Actor,
         app_slug: &str,
-        granted_scopes: Option<Vec<String>>,
-        version: Option<String>,
+        request: TenantUpgrade,
     ) -> Result<Activated> {
         let install = self.tenant_install(tenant, app_slug).await?;
         let app = self.inner.store.app(app_slug).await?;
-        let target = version
+        let target = request
+            .version
             .or(install.pending_version.clone())
             .or(app.and_then(|a| a.current_version))
             .ok_or_else(|| {
                 RegistryError::NotFound(format!("`{app_slug}` has no version to upgrade to"))
             })?;
         let request = ActivateRequest {
-            granted_scopes,
+            granted_scopes: request.granted_scopes,
+            settings: request.settings,
             version: Some(target),
             ..ActivateRequest::default()
         };
         self.activate(tenant, app_slug, &request).await
     }
 
-    async fn move_install(
+    /// Puts `version` of `app_slug` into the developer's dev tenant (see [`DevInstall`]);
+    /// `None` without a dev tenant. A failure of the host is logged and reported as the
+    /// outcome `failed`: the promotion itself is done.
+    pub(super) async fn install_in_dev_tenant(
+        &self,
+        developer: &Developer,
+        app_slug: &str,
+        version: &str,
+    ) -> Option<DevInstall> {
+        let (org, tenant) = developer.dev_tenant.clone()?;
+        let actor = Actor {
+            tenant: atrium_store::TenantKey::new(&org, &tenant),
+            user_id: None,
+        };
+        let mut report = DevInstall {
+            organization: org,
+            tenant,
+            outcome: String::new(),
+            version: None,
+            missing: Vec::new(),
+            message: None,
+        };
+        let before = match self.inner.store.install(&actor.install(app_slug)).await {
+            Ok(before) => before,
+            Err(e) => {
+                tracing::warn!(app = app_slug, version, error = %e, "installing in the dev tenant failed");
+                report.outcome = "failed".to_owned();
+                report.message = Some(e.to_string());
+                return Some(report);
+            }
+        };
+        report.version = before.as_ref().map(|i| i.version.clone());
+        if before.as_ref().is_some_and(|i| {
+            i.version == version && i.status == atrium_store::InstallStatus::Active
+        }) {
+            report.outcome = "current".to_owned();
+            return Some(report);
+        }
+        let required = match self.manifest_of(app_slug, version).await {
+            Ok(manifest) => manifest.required_scopes,
+            Err(e) => {
+                report.outcome = "failed".to_owned();
+                report.message = Some(e.to_string());
+                return Some(report);
+            }
+        };
+        let request = ActivateRequest {
+            granted_scopes: Some(required),
+            version: Some(version.to_owned()),
+            ..ActivateRequest::default()
+        };
+        match self.activate(&actor, app_slug, &request).await {
+            Ok(activated) => {
+                report.outcome = if before.is_some() {
+                    "upgraded"
+                } else {
+                    "installed"
+                }
+                .to_owned();
+                report.version = Some(activated.install.version);
+            }
+            Err(RegistryError::Activation {
+                outcome,
+                message,
+                names,
+            }) => {
+                report.outcome = outcome.to_owned();
+                report.missing = names;
+                report.message = Some(message);
+            }
+            Err(e) => {
+                tracing::warn!(app = app_slug, version, error = %e, "installing in the dev tenant failed");
+                report.outcome = "failed".to_owned();
+                report.message = Some(e.to_string());
+            }
+        }
+        Some(report)
+    }
+
+    /// What an install with a pending version waits for; `None` without one.
+    pub async fn pending(&self, install: &Install) -> Result<Option<Pending>> {
+        let Some(version) = &install.pending_version else {
+            return Ok(None);
+        };
+        let manifest = self.manifest_of(&install.app_slug, version).await?;
+        let (new_scopes, missing_settings) = match self.needs(install, &manifest).await? {
+            Needs::Nothing(_) => (Vec::new(), Vec::new()),
+            Needs::Some {
+                new_scopes,
+                missing_settings,
+            } => (new_scopes, missing_settings),
+        };
+        Ok(Some(Pending {
+            version: version.clone(),
+            new_scopes,
+            missing_settings,
+        }))
+    }
+
+    /// What moving `install` to the version of `manifest` needs: nothing (then the settings it
+    /// would have there), or scopes and settings.
+    async fn needs(
         &self,
         install: &Install,
-        version: &str,
-        required: &[String],
-        force: bool,
-    ) -> Result<UpgradeOutcome> {
-        let new_scopes: Vec<String> = required
+        manifest: &atrium_manifest::Manifest,
+    ) -> Result<Needs> {
+        let new_scopes: Vec<String> = manifest
+            .required_scopes
             .iter()
             .filter(|s| !install.granted_scopes.contains(s))
             .cloned()
             .collect();
+        let key = install.key();
+        let sealed_keys = self
+            .inner
+            .store
+            .install_secret_keys(&key, InstallValueKind::Setting)
+            .await?;
+        let actor = Actor {
+            tenant: install.tenant(),
+            user_id: install.activated_by.clone(),
+        };
+        let integrations = self.integrations(&actor.tenant).await?;
+        let checked = self.check_settings(
+            &actor,
+            &install.app_slug,
+            manifest,
+            &ActivateRequest::default(),
+            Some(install),
+            &sealed_keys,
+            &integrations,
+        );
+        let missing_settings = match checked {
+            Ok(checked) if new_scopes.is_empty() => return Ok(Needs::Nothing(checked.settings)),
+            Ok(_) => Vec::new(),
+            Err(RegistryError::Activation { names, .. }) => names
+                .into_iter()
+                .map(|n| n.split(':').next().unwrap_or_default().to_owned())
+                .collect(),
+            Err(e) => return Err(e),
+        };
+        Ok(Needs::Some {
+            new_scopes,
+            missing_settings,
+        })
+    }
+
+    async fn move_install(
+        &self,
+        install: &Install,
+        version: &str,
+        manifest: &atrium_manifest::Manifest,
+        force: bool,
+    ) -> Result<UpgradeOutcome> {
         let mut outcome = UpgradeOutcome {
             organization: install.org_id.clone(),
             tenant: install.tenant_id.clone(),
             from: install.version.clone(),
             to: version.to_owned(),
             outcome: "upgraded".to_owned(),
-            new_scopes: new_scopes.clone(),
+            new_scopes: Vec::new(),
+            missing_settings: Vec::new(),
         };
-        let store = &self.inner.store;
         if install.version == version {
             outcome.outcome = "current".to_owned();
             return Ok(outcome);
         }
-        if !new_scopes.is_empty() && !force {
-            store.set_pending_version(&install.key(), version).await?;
-            outcome.outcome = "pending_consent".to_owned();
-            return Ok(outcome);
+        // With the new scopes force-granted, only the settings can hold the install back.
+        let mut considered = install.clone();
+        if force {
+            considered.granted_scopes = manifest.required_scopes.clone();
         }
+        let settings = match self.needs(&considered, manifest).await? {
+            Needs::Nothing(settings) => settings,
+            Needs::Some {
+                new_scopes,
+                missing_settings,
+            } => {
+                outcome.outcome = if new_scopes.is_empty() {
+                    "pending_settings"
+                } else {
+                    "pending_consent"
+                }
+                .to_owned();
+                outcome.new_scopes = new_scopes;
+                outcome.missing_settings = missing_settings;
+                self.inner
+                    .store
+                    .set_pending_version(&install.key(), version)
+                    .await?;
+                return Ok(outcome);
+            }
+        };
+        outcome.new_scopes = manifest
+            .required_scopes
+            .iter()
+            .filter(|s| !install.granted_scopes.contains(s))
+            .cloned()
+            .collect();
         // Scopes the new version no longer asks for are dropped: a grant is for what is asked.
-        let granted: Vec<String> = required.to_vec();
-        store
-            .upgrade_install(&install.key(), version, &granted)
+        self.inner
+            .store
+            .upgrade_install(
+                &install.key(),
+                version,
+                &manifest.required_scopes,
+                &settings,
+            )
             .await?;
         Ok(outcome)
     }
+}
+
+/// What moving an install needs.
+enum Needs {
+    /// Nothing: the settings it would have on the new version.
+    Nothing(Map<String, Value>),
+    /// Scopes the tenant has not granted, settings without a value.
+    Some {
+        new_scopes: Vec<String>,
+        missing_settings: Vec<String>,
+    },
 }

@@ -14,7 +14,7 @@ use axum::{Json, Router};
 use super::registry;
 use super::views::{
     AppChanged, AppDetailView, AppView, BundleSet, FileView, LoginProvider, Me, PreflightView,
-    RegistrationView, ScopeList, TemplatesSet, UpgradeRun, VersionView,
+    PromotedView, RegistrationView, ScopeList, TemplatesSet, UpgradeRun, VersionView,
 };
 use crate::page::{DEFAULT_LIMIT, Page, PageRequest, time_and_id};
 use crate::principals::Dev;
@@ -347,10 +347,12 @@ pub async fn promote(
     State(state): State<HostState>,
     Dev(dev): Dev,
     Path((slug, version)): Path<(String, String)>,
-) -> Result<Json<AppChanged>, ApiError> {
-    let app = registry(&state)?.promote(&dev, &slug, &version).await?;
-    Ok(Json(AppChanged {
-        app: AppView::from(&app),
+) -> Result<Json<PromotedView>, ApiError> {
+    let promoted = registry(&state)?.promote(&dev, &slug, &version).await?;
+    Ok(Json(PromotedView {
+        app: AppView::from(&promoted.app),
+        installs: promoted.installs,
+        dev_install: promoted.dev_install,
     }))
 }
 
@@ -364,6 +366,35 @@ pub async fn archive(
     Ok(Json(AppChanged {
         app: AppView::from(&app),
     }))
+}
+
+/// `POST /api/dev/apps/{slug}/tools/{name}`: calls a tool of the developer's app in their dev
+/// tenant, as its install there runs it (the developer acting as a user of the dev tenant): the
+/// call `atrium deploy` suggests, to try what was just deployed.
+pub async fn call_tool(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path((slug, tool)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Json<super::installs::ToolResult>, ApiError> {
+    registry(&state)?.owned_app(&dev, &slug).await?;
+    let Some((org, tenant)) = &dev.dev_tenant else {
+        return Err(ApiError::conflict(
+            "no_dev_tenant",
+            format!(
+                "{} has no dev tenant to run `{slug}` in: the host's administrator gives one with `atrium developers create ... --org ORG --tenant TENANT`",
+                dev.login
+            ),
+        ));
+    };
+    let args = super::installs::tool_args(&body)?;
+    let actor =
+        atrium_platform::registry::Actor::user(atrium_store::TenantKey::new(org, tenant), &dev.id);
+    let result = state
+        .serving()?
+        .call_tool(&actor, &slug, &tool, &args)
+        .await?;
+    Ok(Json(super::installs::ToolResult { result }))
 }
 
 /// The developer forces installs of their app to a version, bypassing their upgrade policy.
@@ -410,4 +441,5 @@ pub(super) fn router() -> Router<HostState> {
         .route("/apps/{slug}/versions/{version}/promote", post(promote))
         .route("/apps/{slug}/archive", post(archive))
         .route("/apps/{slug}/upgrade", post(force_upgrade))
+        .route("/apps/{slug}/tools/{name}", post(call_tool))
 }

@@ -18,7 +18,7 @@ use super::registry;
 use super::views::time;
 use crate::page::{Page, PageRequest};
 use crate::principals::{TenantAdmin, TenantUser};
-use crate::{ApiError, HostState, JsonBody};
+use crate::{ApiError, HostState, JsonBody, OptionalJsonBody};
 
 /// A scope as disclosed on the install page.
 #[derive(Debug, Serialize)]
@@ -144,6 +144,10 @@ pub struct InstallView {
     pub upgrade_policy: &'static str,
     /// A newer version waiting for consent.
     pub pending_version: Option<String>,
+    /// What the install waits for before it moves to `pending_version`: the scopes to grant
+    /// and the settings to give (`POST /api/installs/{app}/upgrade` takes both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<atrium_platform::registry::Pending>,
     /// The user who activated it last.
     pub activated_by: Option<String>,
     /// First activation.
@@ -163,6 +167,7 @@ fn view_of(
     install: Install,
     secret_settings: Vec<String>,
     templates: &[(String, Option<String>)],
+    pending: Option<atrium_platform::registry::Pending>,
 ) -> InstallView {
     let templates = templates
         .iter()
@@ -179,6 +184,7 @@ fn view_of(
         rag_bindings: install.rag_bindings,
         upgrade_policy: install.upgrade_policy.as_str(),
         pending_version: install.pending_version,
+        pending,
         activated_by: install.activated_by,
         first_activated_at: time(install.first_activated_at),
         activated_at: time(install.activated_at),
@@ -194,7 +200,8 @@ async fn view(state: &HostState, install: Install) -> Result<InstallView, ApiErr
         .install_secret_keys(&install.key(), atrium_store::InstallValueKind::Setting)
         .await?;
     let templates = state.store.tenant_templates(&install.tenant()).await?;
-    Ok(view_of(install, secret_settings, &templates))
+    let pending = registry(state)?.pending(&install).await?;
+    Ok(view_of(install, secret_settings, &templates, pending))
 }
 
 impl crate::page::Listed for InstallView {
@@ -213,7 +220,7 @@ pub async fn activate(
     State(state): State<HostState>,
     TenantAdmin(tenant): TenantAdmin,
     Path(app): Path<String>,
-    JsonBody(request): JsonBody<ActivateRequest>,
+    OptionalJsonBody(request): OptionalJsonBody<ActivateRequest>,
 ) -> Result<(StatusCode, Json<InstallView>), ApiError> {
     let who = who(&tenant);
     let activated = registry(&state)?.activate(&who, &app, &request).await?;
@@ -258,17 +265,20 @@ pub async fn list(
         .tenant_install_secret_keys(&key, atrium_store::InstallValueKind::Setting)
         .await?;
     let templates = state.store.tenant_templates(&tenant.key()).await?;
-    let views = installs
-        .into_iter()
-        .map(|install| {
-            let secrets = secret_keys
-                .iter()
-                .filter(|(app, _)| *app == install.app_slug)
-                .map(|(_, key)| key.clone())
-                .collect();
-            view_of(install, secrets, &templates)
-        })
-        .collect();
+    let mut views = Vec::with_capacity(installs.len());
+    for install in installs {
+        let secrets = secret_keys
+            .iter()
+            .filter(|(app, _)| *app == install.app_slug)
+            .map(|(_, key)| key.clone())
+            .collect();
+        // An install waiting for an upgrade (rare) says what for: one cached manifest read.
+        let pending = match install.pending_version {
+            Some(_) => registry(&state)?.pending(&install).await?,
+            None => None,
+        };
+        views.push(view_of(install, secrets, &templates, pending));
+    }
     Ok(Json(Page::of(views, &page)))
 }
 
@@ -370,10 +380,17 @@ pub async fn call_tool(
     body: axum::body::Bytes,
 ) -> Result<Json<ToolResult>, ApiError> {
     let serving = state.serving()?;
+    let args = tool_args(&body)?;
+    let result = serving.call_tool(&who(&tenant), &app, &tool, &args).await?;
+    Ok(Json(ToolResult { result }))
+}
+
+/// A tool call's arguments: a JSON object (no body is `{}`).
+pub(super) fn tool_args(body: &[u8]) -> Result<Value, ApiError> {
     let args: Value = if body.is_empty() {
         Value::Object(Map::new())
     } else {
-        serde_json::from_slice(&body)
+        serde_json::from_slice(body)
             .map_err(|e| ApiError::invalid_json(format!("the tool arguments are not JSON: {e}")))?
     };
     if !args.is_object() {
@@ -382,8 +399,7 @@ pub async fn call_tool(
             None,
         ));
     }
-    let result = serving.call_tool(&who(&tenant), &app, &tool, &args).await?;
-    Ok(Json(ToolResult { result }))
+    Ok(args)
 }
 
 /// The tenant reference of a tenant principal.
@@ -469,29 +485,15 @@ pub async fn delete_override(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST /api/installs/{app}/upgrade`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpgradeRequest {
-    /// The scopes granted now (consent to what the new version adds); omitted keeps them.
-    #[serde(default)]
-    pub granted_scopes: Option<Vec<String>>,
-    /// The version (default: the pending version, else the app's current one).
-    #[serde(default)]
-    pub version: Option<String>,
-}
-
 /// The tenant upgrades its install, consenting to new scopes: activation's checks on the new
 /// version.
 pub async fn upgrade(
     State(state): State<HostState>,
     TenantAdmin(tenant): TenantAdmin,
     Path(app): Path<String>,
-    JsonBody(body): JsonBody<UpgradeRequest>,
+    OptionalJsonBody(body): OptionalJsonBody<atrium_platform::registry::TenantUpgrade>,
 ) -> Result<Json<InstallView>, ApiError> {
-    let activated = registry(&state)?
-        .upgrade(&who(&tenant), &app, body.granted_scopes, body.version)
-        .await?;
+    let activated = registry(&state)?.upgrade(&who(&tenant), &app, body).await?;
     Ok(Json(view(&state, activated.install).await?))
 }
 

@@ -247,6 +247,19 @@ pub struct AppChanged {
     pub app: AppView,
 }
 
+/// `POST .../versions/{v}/promote`: the app, and what the promotion moved.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PromotedView {
+    /// The app.
+    pub app: AppView,
+    /// The auto-upgrading installs: moved, or waiting for consent or settings.
+    #[serde(default)]
+    pub installs: Vec<atrium_platform::registry::UpgradeOutcome>,
+    /// The developer's dev tenant's install of the version (none without a dev tenant).
+    #[serde(default)]
+    pub dev_install: Option<atrium_platform::registry::DevInstall>,
+}
+
 /// `POST .../defaults/templates`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct TemplatesSet {

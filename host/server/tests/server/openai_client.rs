@@ -43,6 +43,25 @@ try:
     out["policy"] = "allowed"
 except Exception as e:
     out["policy"] = {"status": getattr(e, "status_code", None), "code": getattr(e, "code", None)}
+# A host with no provider configured: its 503 lasts until the operator acts, and says so
+# (X-Should-Retry: false), so the client does not retry it. The client logs each retry.
+import logging
+retries = []
+class Retries(logging.Handler):
+    def emit(self, record):
+        if "Retrying request" in record.getMessage():
+            retries.append(record.getMessage())
+logger = logging.getLogger("openai")
+logger.setLevel(logging.DEBUG)
+logger.addHandler(Retries())
+bare = OpenAI(base_url=sys.argv[3], api_key=sys.argv[2], max_retries=3)
+try:
+    bare.chat.completions.create(model="mistral-small-latest",
+                                 messages=[{"role": "user", "content": "x"}])
+    out["no_backend"] = "answered"
+except Exception as e:
+    out["no_backend"] = {"status": getattr(e, "status_code", None),
+                         "code": getattr(e, "code", None), "retries": len(retries)}
 print(json.dumps(out))
 "#;
 
@@ -66,6 +85,16 @@ async fn the_official_openai_python_client_works_unchanged() {
         std::future::pending(),
     ));
 
+    // A host of the same store without any provider.
+    let bare = crate::state(&store, vec![]);
+    let bare_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bare_base = format!("http://{}/v1", bare_listener.local_addr().unwrap());
+    tokio::spawn(atrium_server::serve(
+        bare_listener,
+        bare,
+        std::future::pending(),
+    ));
+
     let base = format!("http://{addr}/v1");
     let secret = key.secret.clone();
     let output = tokio::task::spawn_blocking(move || {
@@ -74,6 +103,7 @@ async fn the_official_openai_python_client_works_unchanged() {
             .arg(SCRIPT)
             .arg(&base)
             .arg(&secret)
+            .arg(&bare_base)
             .env("PYTHONPATH", &path)
             .output()
     })
@@ -115,6 +145,11 @@ async fn the_official_openai_python_client_works_unchanged() {
     );
     assert_eq!(out["policy"]["status"], 403);
     assert_eq!(out["policy"]["code"], "policy_violation");
+    assert_eq!(
+        out["no_backend"],
+        serde_json::json!({"status": 503, "code": "no_backend", "retries": 0}),
+        "{out}"
+    );
     metering.flush().await;
     let usage = store
         .tenant_usage(&TenantKey::new(&key.org_id, "py-tenant"))

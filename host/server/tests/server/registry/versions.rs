@@ -1,6 +1,7 @@
 //! Registering versions: once per version, by the app's owner, then promoted and archived;
 //! and the registrations refused, each naming what is wrong and leaving nothing behind.
 
+use atrium_runtime::build_inputs;
 use reqwest::StatusCode;
 
 use super::{Body, Host, Part, code, manifest, message, slug};
@@ -104,6 +105,55 @@ async fn versions_are_registered_once_owned_promoted_and_archived() {
             "the component is stored by digest"
         );
 
+        // A component that carries its build inputs counts by them: a rebuild of the same
+        // inputs (other bytes) is the version already there, which keeps its first bytes and
+        // stores nothing more; other inputs are other content.
+        let inputs = |c: char| format!("sha256:{}", c.to_string().repeat(64));
+        let tagged = build_inputs::embed(&component, &inputs('a')).unwrap();
+        let v15 = manifest(&app, "1.1.5", "");
+        let v15_with = |component: &[u8]| -> [(&'static str, Option<&'static str>, Vec<u8>); 2] {
+            [
+                (
+                    "manifest",
+                    Some("atrium.app.yaml"),
+                    v15.clone().into_bytes(),
+                ),
+                ("component", Some("app.wasm"), component.to_vec()),
+            ]
+        };
+        fn as_parts<'a>(
+            owned: &'a [(&'static str, Option<&'static str>, Vec<u8>); 2],
+        ) -> [Part<'a>; 2] {
+            owned
+                .each_ref()
+                .map(|(name, file, bytes)| (*name, *file, bytes.as_slice()))
+        }
+        let first = v15_with(&tagged);
+        let (status, body) = host.register(&app, &ada_token, &as_parts(&first)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let kept = body["version"]["component_digest"].clone();
+        // The rebuild: the same inputs, other bytes (a custom section of its own).
+        let mut rebuilt = component.clone();
+        rebuilt.extend_from_slice(b"\0\x05\x04note");
+        let rebuilt = build_inputs::embed(&rebuilt, &inputs('a')).unwrap();
+        assert_ne!(rebuilt, tagged);
+        let blobs_before = host.blobs();
+        let again = v15_with(&rebuilt);
+        let (status, body) = host.register(&app, &ada_token, &as_parts(&again)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["created"], false, "{body}");
+        assert_eq!(body["version"]["component_digest"], kept, "{body}");
+        assert_eq!(
+            host.blobs(),
+            blobs_before,
+            "the rebuild's bytes were not kept"
+        );
+        let other = v15_with(&build_inputs::embed(&component, &inputs('c')).unwrap());
+        let (status, body) = host.register(&app, &ada_token, &as_parts(&other)).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert_eq!(code(&body), "immutable");
+        assert_eq!(host.blobs(), blobs_before);
+
         // Not a component: refused, nothing stored.
         let blobs_before = host.blobs();
         let (status, body) = host
@@ -195,7 +245,7 @@ async fn versions_are_registered_once_owned_promoted_and_archived() {
         assert_eq!(apps[0]["status"], "active");
         let (_, shown) = host.get(&format!("/api/dev/apps/{app}"), &ada_token).await;
         let versions = shown["versions"].as_array().unwrap();
-        assert_eq!(versions.len(), 2, "{shown}");
+        assert_eq!(versions.len(), 3, "{shown}");
         assert!(shown["versions_next_cursor"].is_null(), "{shown}");
         // The versions a page at a time, newest first; another developer's are refused.
         let versions_path = format!("/api/dev/apps/{app}/versions");
@@ -205,8 +255,8 @@ async fn versions_are_registered_once_owned_promoted_and_archived() {
             .flatten()
             .map(|v| v["version"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["1.1.0", "1.0.0"]);
-        assert_eq!(pages[0][0]["current"], true);
+        assert_eq!(names, ["1.1.5", "1.1.0", "1.0.0"]);
+        assert_eq!(pages[1][0]["current"], true);
         let (status, _) = host.get(&versions_path, &bob_token).await;
         assert_eq!(status, StatusCode::FORBIDDEN);
         // A second app of ada's, and her apps a page at a time, by slug.
