@@ -2,7 +2,7 @@
 
 ```
 python -m atrium_sdk build [--project DIR] [--out FILE] [--wit DIR]
-                           [--manifest FILE] [--entry MODULE]
+                           [--manifest FILE] [--entry MODULE] [--print-toolchain]
 ```
 
 1. Validates the manifest natively with the validator module (exit 1 with the findings, printed
@@ -15,11 +15,17 @@ python -m atrium_sdk build [--project DIR] [--out FILE] [--wit DIR]
    the two `types` interfaces need, and writes the component (default `DIR/build/app.wasm`).
 
 Exit 0 printing the component's path on success; 1 with a message on stderr otherwise.
+
+`--print-toolchain` prints what a build would be made with (the SDK and the digest of its files,
+the WIT, the validator, componentize-py's version) as one JSON line and builds nothing:
+`atrium build` counts it among the build's inputs.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -264,6 +270,59 @@ def build(
     return out
 
 
+def _tree_digest(paths: list[Path], base: Path) -> str:
+    """The SHA-256 of files (sorted by path relative to `base`, with their contents)."""
+    files: list[tuple[str, Path]] = []
+
+    def visit(path: Path) -> None:
+        if path.name.startswith(".") or path.name == "__pycache__" or not path.exists():
+            return
+        if path.is_dir():
+            for child in path.iterdir():
+                visit(child)
+        else:
+            files.append((path.relative_to(base).as_posix(), path))
+
+    for path in paths:
+        visit(path)
+    digest = hashlib.sha256()
+    for rel, path in sorted(files):
+        digest.update(f"\0file\0{rel}\0".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return "sha256:" + digest.hexdigest()
+
+
+def toolchain_identity(wit: str | None = None) -> dict:
+    """What a build is made with: the SDK (version, digest of its Python files), the WIT and
+    the validator module (digests), componentize-py's version. Raises `BuildError` when
+    componentize-py or the validator is missing."""
+    from . import __version__
+    from ._manifest import validator_path
+
+    try:
+        componentize = importlib.metadata.version("componentize-py")
+    except importlib.metadata.PackageNotFoundError:
+        raise BuildError(
+            f"componentize-py is not installed for this Python ({sys.executable}): "
+            "pip install componentize-py==0.25.1"
+        ) from None
+    validator = validator_path()
+    if validator is None:
+        raise BuildError(
+            "the manifest validator module is not available: install an atrium-sdk package "
+            "that ships validator.wasm, or set ATRIUM_MANIFEST_VALIDATOR"
+        )
+    wit_dir = find_wit(wit)
+    sdk_files = sorted(p for p in PACKAGE_DIR.glob("*.py"))
+    return {
+        "sdk": f"atrium-sdk {__version__}",
+        "sdk_files": _tree_digest(sdk_files, PACKAGE_DIR),
+        "wit": _tree_digest([wit_dir], wit_dir),
+        "validator": _tree_digest([validator], validator.parent),
+        "componentize-py": componentize,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m atrium_sdk",
@@ -297,7 +356,19 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument(
         "--entry", default="app", metavar="MODULE", help="the app's module (default app)"
     )
+    b.add_argument(
+        "--print-toolchain",
+        action="store_true",
+        help="print what a build would be made with (one JSON line) and build nothing",
+    )
     args = parser.parse_args(argv)
+    if args.print_toolchain:
+        try:
+            print(json.dumps(toolchain_identity(args.wit), sort_keys=True))
+        except BuildError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        return 0
     try:
         out = build(
             Path(args.project),

@@ -1,10 +1,11 @@
-//! `atrium apps list`, `atrium apps show <slug>` and `atrium upgrade <slug>`: the developer's
-//! apps on the platform, and forced upgrades of their installs.
+//! `atrium apps list|show|promote|rollback|archive|call` and `atrium upgrade <slug>`: the
+//! developer's apps on the platform, their current versions, a call to try one in the dev
+//! tenant, and forced upgrades of their installs.
 
 use std::process::ExitCode;
 
 use atrium_platform::registry::ForcedUpgrade;
-use atrium_server::views::{AppDetailView, AppList, UpgradeRun};
+use atrium_server::views::{AppChanged, AppDetailView, AppList, PromotedView, UpgradeRun};
 
 use crate::client::{Client, Failure, Target, print_json, print_table};
 
@@ -33,6 +34,49 @@ enum AppsCommand {
         /// Print the answer as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Make a registered version the app's current one (the auto-upgrading installs and your
+    /// dev tenant follow).
+    Promote {
+        /// The app's slug.
+        slug: String,
+        /// The version.
+        version: String,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make the version before the current one current again (`--to` names another one that
+    /// was promoted before); the auto-upgrading installs and your dev tenant follow it back.
+    Rollback {
+        /// The app's slug.
+        slug: String,
+        /// The version to go back to (default: the newest promoted version older than the
+        /// current one).
+        #[arg(long, value_name = "VERSION")]
+        to: Option<String>,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Retire the app: no new installs; the existing ones keep running their version.
+    Archive {
+        /// The app's slug.
+        slug: String,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool of your app in your dev tenant, as its install there runs it: the call
+    /// `atrium deploy` suggests. Prints the tool's answer as JSON.
+    Call {
+        /// The app's slug.
+        slug: String,
+        /// The tool's name.
+        tool: String,
+        /// The tool's arguments, a JSON object (default `{}`).
+        #[arg(default_value = "{}")]
+        arguments: String,
     },
 }
 
@@ -161,7 +205,137 @@ pub fn run(args: &Args) -> ExitCode {
                 );
                 Ok(())
             }
+            AppsCommand::Promote {
+                slug,
+                version,
+                json,
+            } => {
+                check_slug(slug)?;
+                let client = Client::configured(&args.target)?;
+                promote(&client, slug, version, *json).await
+            }
+            AppsCommand::Rollback { slug, to, json } => {
+                check_slug(slug)?;
+                let client = Client::configured(&args.target)?;
+                let target = match to {
+                    Some(version) => version.clone(),
+                    None => {
+                        let mut detail: AppDetailView = client
+                            .call(
+                                reqwest::Method::GET,
+                                &format!("/api/dev/apps/{slug}"),
+                                None::<&()>,
+                            )
+                            .await?;
+                        if detail.versions_next_cursor.take().is_some() {
+                            detail.versions = client
+                                .all(&format!("/api/dev/apps/{slug}/versions"))
+                                .await?;
+                        }
+                        previous_version(&detail)?
+                    }
+                };
+                promote(&client, slug, &target, *json).await
+            }
+            AppsCommand::Archive { slug, json } => {
+                check_slug(slug)?;
+                let client = Client::configured(&args.target)?;
+                let changed: AppChanged = client
+                    .call(
+                        reqwest::Method::POST,
+                        &format!("/api/dev/apps/{slug}/archive"),
+                        None::<&()>,
+                    )
+                    .await?;
+                if *json {
+                    return print_json(&changed);
+                }
+                println!(
+                    "{slug} is archived: no new installs; the installs it has keep their version."
+                );
+                Ok(())
+            }
+            AppsCommand::Call {
+                slug,
+                tool,
+                arguments,
+            } => {
+                check_slug(slug)?;
+                let body: serde_json::Value = serde_json::from_str(arguments)
+                    .map_err(|e| Failure::BadInput(format!("the arguments are not JSON: {e}")))?;
+                if !body.is_object() {
+                    return Err(Failure::BadInput(
+                        "the arguments must be a JSON object, like '{\"name\": \"Ada\"}'"
+                            .to_owned(),
+                    ));
+                }
+                let client = Client::configured(&args.target)?;
+                let answer: serde_json::Value = client
+                    .call(
+                        reqwest::Method::POST,
+                        &format!("/api/dev/apps/{slug}/tools/{tool}"),
+                        Some(&body),
+                    )
+                    .await?;
+                print_json(&answer["result"])
+            }
         }
+    })
+}
+
+/// `apps promote`, `rollback`: makes `version` current and reports what followed.
+async fn promote(client: &Client, slug: &str, version: &str, json: bool) -> Result<(), Failure> {
+    let promoted: PromotedView = client
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/dev/apps/{slug}/versions/{version}/promote"),
+            None::<&()>,
+        )
+        .await?;
+    if json {
+        return print_json(&promoted);
+    }
+    println!(
+        "{slug}: {} is the current version.",
+        promoted.app.current_version.as_deref().unwrap_or(version)
+    );
+    crate::deploy::report_installs(&promoted);
+    if let Some(dev) = &promoted.dev_install {
+        println!(
+            "Your dev tenant {} ({}): {}{}",
+            dev.tenant,
+            dev.organization,
+            dev.outcome,
+            if dev.missing.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", dev.missing.join(", "))
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The version a rollback goes back to: the newest promoted version registered before the
+/// current one.
+fn previous_version(detail: &AppDetailView) -> Result<String, Failure> {
+    let current = detail.app.current_version.as_deref().ok_or_else(|| {
+        Failure::BadInput(format!(
+            "{} has no current version to roll back from",
+            detail.app.slug
+        ))
+    })?;
+    let mut past = detail
+        .versions
+        .iter()
+        .skip_while(|v| v.version != current)
+        .skip(1)
+        .filter(|v| v.promoted_at.is_some());
+    past.next().map(|v| v.version.clone()).ok_or_else(|| {
+        Failure::BadInput(format!(
+            "{} has no version promoted before {current}: nothing to roll back to (`atrium apps show {}` lists the versions)",
+            detail.app.slug, detail.app.slug
+        ))
     })
 }
 
@@ -213,6 +387,7 @@ pub fn upgrade(args: &UpgradeArgs) -> ExitCode {
                     o.to.clone(),
                     o.outcome.clone(),
                     o.new_scopes.join(","),
+                    o.missing_settings.join(","),
                 ]
             })
             .collect();
@@ -224,6 +399,7 @@ pub fn upgrade(args: &UpgradeArgs) -> ExitCode {
                 "TO",
                 "OUTCOME",
                 "NEW SCOPES",
+                "MISSING SETTINGS",
             ],
             &rows,
         );
@@ -235,6 +411,17 @@ pub fn upgrade(args: &UpgradeArgs) -> ExitCode {
         if waiting > 0 {
             println!(
                 "{waiting} install(s) wait for their tenant's consent to new scopes (--force-grant-new-scopes grants them in your dev tenant)."
+            );
+        }
+        let unset = run
+            .installs
+            .iter()
+            .filter(|o| !o.missing_settings.is_empty())
+            .count();
+        if unset > 0 {
+            println!(
+                "{unset} install(s) wait for values of required settings: their tenant gives them with POST /api/installs/{}/upgrade and `settings`.",
+                args.slug
             );
         }
         Ok(())

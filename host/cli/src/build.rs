@@ -1,12 +1,16 @@
 //! Building an app's component, for `atrium build`, `atrium deploy` and `atrium dev`.
 //!
 //! The project's language follows from its files: `Cargo.toml` is Rust (`cargo build --target
-//! wasm32-wasip2 --release`), `package.json` is TypeScript (the TypeScript SDK's
+//! wasm32-wasip2 --release`, with the build machine's paths remapped so that the same sources
+//! give the same bytes anywhere), `package.json` is TypeScript (the TypeScript SDK's
 //! `atrium-sdk-build`, from the project's `node_modules`), `pyproject.toml` or `app.py` is
-//! Python (`python3 -m atrium_sdk build`, `ATRIUM_PYTHON` names another interpreter). A project
-//! with none of them is a container-image app. The Python and TypeScript builds validate the
-//! manifest with the validator module (`guest-sdk/manifest-wasm`): `ATRIUM_MANIFEST_VALIDATOR`
-//! names it, else it is built from the source tree this `atrium` was built from.
+//! Python (`python -m atrium_sdk build` with the project's `.venv`, else `ATRIUM_PYTHON`, else
+//! `python3`). A project with none of them is a container-image app.
+//!
+//! A Python or TypeScript component records the digest of its build's inputs
+//! ([`crate::inputs`]): a build whose inputs did not change leaves the component as it is
+//! (those toolchains do not make the same bytes twice), and the registry recognises a rebuild
+//! of the same inputs as the version it already has.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -19,6 +23,28 @@ pub struct Args {
     /// The project's directory.
     #[arg(long, value_name = "DIR", default_value = ".")]
     project: PathBuf,
+    /// Build even when the inputs of the last Python or TypeScript build did not change.
+    #[arg(long)]
+    force: bool,
+    /// Print the result as JSON: `{"component", "size", "digest", "built"}`.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What a build answered.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Built {
+    /// The component's path.
+    pub component: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The SHA-256 of its bytes (`sha256:...`).
+    pub digest: String,
+    /// The digest of its build inputs (Python and TypeScript).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
+    /// `false` when the inputs had not changed and the last component was kept.
+    pub built: bool,
 }
 
 /// `atrium build`: builds the component and prints its path and size.
@@ -33,13 +59,31 @@ pub fn run(args: &Args) -> ExitCode {
             ))
         })
         .and_then(|lang| {
-            println!("building: {}", lang.command());
-            component(&args.project, lang)
+            if !args.json {
+                println!("building: {}", lang.command());
+            }
+            build(&args.project, lang, args.force)
         });
     match built {
-        Ok(path) => {
-            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            println!("{} ({size} bytes)", path.display());
+        Ok(built) if args.json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&built).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(built) => {
+            if !built.built {
+                println!(
+                    "up to date: the inputs did not change since the last build (--force builds again)"
+                );
+            }
+            println!(
+                "{} ({} bytes, {})",
+                built.component.display(),
+                built.size,
+                built.digest
+            );
             ExitCode::SUCCESS
         }
         Err(failure) => failure.report("build"),
@@ -86,11 +130,63 @@ const SDK_OUTPUT: &str = "build/app.wasm";
 
 /// Builds the project's component and returns its path.
 pub fn component(dir: &Path, lang: Lang) -> Result<PathBuf, Failure> {
-    match lang {
-        Lang::Rust => cargo_build(dir),
-        Lang::Python => sdk_build(dir, python_build(dir)?),
-        Lang::TypeScript => sdk_build(dir, typescript_build(dir)?),
-    }
+    build(dir, lang, false).map(|built| built.component)
+}
+
+/// Builds the project's component (a Python or TypeScript one only when its inputs changed
+/// since the last build, or `force`).
+pub fn build(dir: &Path, lang: Lang, force: bool) -> Result<Built, Failure> {
+    let (component, inputs, built) = match lang {
+        Lang::Rust => (cargo_build(dir)?, None, true),
+        Lang::Python | Lang::TypeScript => {
+            let tool = sdk_tool(dir, lang)?;
+            let toolchain = tool.toolchain(dir)?;
+            let inputs = crate::inputs::digest(dir, lang, &toolchain)?;
+            let out = dir.join(SDK_OUTPUT);
+            let unchanged = !force
+                && std::fs::read(&out).is_ok_and(|bytes| {
+                    atrium_runtime::build_inputs::read(&bytes).as_deref() == Some(inputs.as_str())
+                });
+            if !unchanged {
+                sdk_build(dir, tool.command, &out)?;
+                record_inputs(&out, &inputs)?;
+            }
+            (out, Some(inputs), !unchanged)
+        }
+    };
+    let bytes = std::fs::read(&component)
+        .map_err(|e| Failure::BadInput(format!("cannot read {}: {e}", component.display())))?;
+    Ok(Built {
+        size: bytes.len() as u64,
+        digest: format!(
+            "sha256:{}",
+            hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes))
+        ),
+        component,
+        inputs,
+        built,
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes the inputs digest into the component at `path` (through a file renamed over it).
+fn record_inputs(path: &Path, inputs: &str) -> Result<(), Failure> {
+    let failed = |e: String| {
+        Failure::BadInput(format!(
+            "cannot record the build inputs in {}: {e}",
+            path.display()
+        ))
+    };
+    let bytes = std::fs::read(path).map_err(|e| failed(e.to_string()))?;
+    let tagged = atrium_runtime::build_inputs::embed(&bytes, inputs)
+        .ok_or_else(|| failed("the build's output is not a WebAssembly binary".to_owned()))?;
+    let partial = path.with_extension("wasm.partial");
+    std::fs::write(&partial, tagged)
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(|e| failed(e.to_string()))
 }
 
 /// The component the last build of the project left.
@@ -109,38 +205,114 @@ pub fn last_built(dir: &Path, lang: Lang) -> Result<PathBuf, Failure> {
     }
 }
 
+/// An SDK's build tool for a project: the command, to which `--print-toolchain` or the build's
+/// arguments are added.
+struct SdkTool {
+    command: Command,
+    /// What runs it, for messages.
+    program: String,
+}
+
+impl SdkTool {
+    /// The tool's `--print-toolchain` answer (one JSON line).
+    fn toolchain(&self, dir: &Path) -> Result<String, Failure> {
+        let mut probe = Command::new(self.command.get_program());
+        probe
+            .args(self.command.get_args())
+            .arg("--print-toolchain")
+            .current_dir(dir);
+        for (key, value) in self.command.get_envs() {
+            if let Some(value) = value {
+                probe.env(key, value);
+            }
+        }
+        let out = probe
+            .output()
+            .map_err(|e| Failure::BadInput(format!("cannot run {} ({e})", self.program)))?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !out.status.success() || !text.starts_with('{') {
+            let why = String::from_utf8_lossy(&out.stderr);
+            let why = why
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim();
+            return Err(Failure::BadInput(format!(
+                "{} cannot build this project: {}",
+                self.program,
+                if why.is_empty() {
+                    "it does not know --print-toolchain (an older SDK?)"
+                } else {
+                    why
+                }
+            )));
+        }
+        Ok(text)
+    }
+}
+
+fn sdk_tool(dir: &Path, lang: Lang) -> Result<SdkTool, Failure> {
+    match lang {
+        Lang::Python => python_build(dir),
+        _ => typescript_build(dir),
+    }
+}
+
+/// The Python a project's commands run with: `ATRIUM_PYTHON`, else the project's virtual
+/// environment (`.venv`, as `atrium init` makes it), else `python3`.
+pub fn python(dir: &Path) -> std::ffi::OsString {
+    if let Some(python) = std::env::var_os("ATRIUM_PYTHON") {
+        return python;
+    }
+    let venv = dir.join(if cfg!(windows) {
+        ".venv/Scripts/python.exe"
+    } else {
+        ".venv/bin/python"
+    });
+    if venv.is_file() {
+        // As it is: the venv's `python` is a link to the base interpreter, and resolving it
+        // would run the base interpreter outside the venv (installing into the machine's
+        // site-packages). Absolute, since the build runs in the project's directory.
+        return std::path::absolute(&venv).unwrap_or(venv).into_os_string();
+    }
+    "python3".into()
+}
+
 /// The Python build: `<python> -m atrium_sdk build`.
-fn python_build(dir: &Path) -> Result<Command, Failure> {
-    let python = std::env::var_os("ATRIUM_PYTHON").unwrap_or_else(|| "python3".into());
+fn python_build(dir: &Path) -> Result<SdkTool, Failure> {
+    let python = python(dir);
+    let program = python.to_string_lossy().into_owned();
     let probe = Command::new(&python)
-        .args(["-c", "import atrium_sdk, componentize_py"])
+        .args(["-c", "import atrium_sdk"])
         .current_dir(dir)
         .output()
         .map_err(|e| {
             Failure::BadInput(format!(
-                "cannot run {} ({e}): install Python 3.10 or later, or set ATRIUM_PYTHON",
-                python.to_string_lossy()
+                "cannot run {program} ({e}): install Python 3.10 or later (or set ATRIUM_PYTHON)"
             ))
         })?;
     if !probe.status.success() {
         return Err(Failure::BadInput(format!(
-            "{} cannot import the Python SDK and componentize-py ({}): pip install {} componentize-py==0.25.1",
-            python.to_string_lossy(),
+            "{program} cannot import the Python SDK ({}): set up the project's environment with `{}`",
             String::from_utf8_lossy(&probe.stderr)
                 .lines()
                 .last()
                 .unwrap_or("")
                 .trim(),
-            sdk_source("python").display()
+            crate::init::PYTHON_SETUP
         )));
     }
     let mut command = Command::new(python);
     command.args(["-m", "atrium_sdk", "build"]);
-    Ok(command)
+    Ok(SdkTool {
+        command,
+        program: format!("{program} -m atrium_sdk build"),
+    })
 }
 
 /// The TypeScript build: the SDK's `atrium-sdk-build` from the project's `node_modules`.
-fn typescript_build(dir: &Path) -> Result<Command, Failure> {
+fn typescript_build(dir: &Path) -> Result<SdkTool, Failure> {
     let bin = dir.join("node_modules/@atrium/sdk/bin/atrium-sdk-build.mjs");
     if !bin.is_file() {
         return Err(Failure::BadInput(format!(
@@ -151,20 +323,23 @@ fn typescript_build(dir: &Path) -> Result<Command, Failure> {
     }
     let mut command = Command::new("node");
     command.arg(bin);
-    Ok(command)
+    Ok(SdkTool {
+        command,
+        program: "atrium-sdk-build".to_owned(),
+    })
 }
 
-/// Runs an SDK's build command for the project in `dir`, writing [`SDK_OUTPUT`].
-fn sdk_build(dir: &Path, mut command: Command) -> Result<PathBuf, Failure> {
-    let out = dir.join(SDK_OUTPUT);
+/// Runs an SDK's build command for the project in `dir`, writing `out`.
+fn sdk_build(dir: &Path, mut command: Command, out: &Path) -> Result<(), Failure> {
     let status = command
         .arg("--project")
         .arg(dir)
         .arg("--out")
-        .arg(&out)
-        .env("ATRIUM_MANIFEST_VALIDATOR", validator_module()?)
+        .arg(out)
         .current_dir(dir)
-        .stdout(Stdio::inherit())
+        // The tool's messages (and the path it prints) go to standard error: standard output
+        // is this tool's own (`--json`).
+        .stdout(Stdio::from(std::io::stderr()))
         .stderr(Stdio::inherit())
         .status()
         .map_err(|e| Failure::BadInput(format!("cannot run the build: {e}")))?;
@@ -174,7 +349,7 @@ fn sdk_build(dir: &Path, mut command: Command) -> Result<PathBuf, Failure> {
         ));
     }
     if out.is_file() {
-        Ok(out)
+        Ok(())
     } else {
         Err(Failure::BadInput(format!(
             "the build succeeded but left no component at {}",
@@ -188,63 +363,35 @@ fn source_tree() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
-/// A guest SDK's directory in the source tree: `guest-sdk/<lang>` (`guest-sdk` for Rust).
-pub fn sdk_source(lang: &str) -> PathBuf {
-    let sdk = source_tree().join("guest-sdk");
-    if lang == "rust" { sdk } else { sdk.join(lang) }
+/// The Rust SDK's directory in the source tree (`guest-sdk`).
+pub fn rust_sdk_source() -> PathBuf {
+    source_tree().join("guest-sdk")
 }
 
-/// The manifest validator module: `ATRIUM_MANIFEST_VALIDATOR`, else built from the source tree
-/// (`cargo build -p atrium-manifest-wasm --target wasm32-unknown-unknown --release`, into the
-/// same directory as the test build's guests, so one build serves both).
-pub fn validator_module() -> Result<PathBuf, Failure> {
-    if let Some(path) = std::env::var_os("ATRIUM_MANIFEST_VALIDATOR") {
-        let path = PathBuf::from(path);
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(Failure::BadInput(format!(
-                "ATRIUM_MANIFEST_VALIDATOR names {}, which is not a file",
-                path.display()
-            )))
-        };
+/// Cargo's `--config` of the component build: rustc's `--remap-path-prefix` for the
+/// directories whose paths a build embeds (in panic locations and debug names), so that the same
+/// sources give the same bytes on every machine: the project as `/app`, cargo's home (the
+/// registry's sources) as `/cargo`, this source tree's Rust SDK as `/atrium-sdk`. rustc already
+/// remaps its own standard library. `RUSTFLAGS`, when set, takes precedence (cargo's rule).
+fn remap_paths(dir: &Path) -> String {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    let mut flags = Vec::new();
+    // The last matching prefix wins: the project comes last, being the most specific.
+    for (from, to) in [
+        (cargo_home, "/cargo"),
+        (Some(rust_sdk_source()), "/atrium-sdk"),
+        (Some(dir.to_path_buf()), "/app"),
+    ] {
+        if let Some(from) = from.and_then(|p| std::fs::canonicalize(p).ok()) {
+            flags.push(toml::Value::String(format!(
+                "--remap-path-prefix={}={to}",
+                from.display()
+            )));
+        }
     }
-    let root = source_tree();
-    if !root.join("guest-sdk/manifest-wasm/Cargo.toml").is_file() {
-        return Err(Failure::BadInput(format!(
-            "the manifest validator module is not available: set ATRIUM_MANIFEST_VALIDATOR to atrium_manifest_wasm.wasm (the source tree {} is gone)",
-            root.display()
-        )));
-    }
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), PathBuf::from)
-        .join("wasm-guests");
-    let target = "wasm32-unknown-unknown";
-    let module = target_dir
-        .join(target)
-        .join("release/atrium_manifest_wasm.wasm");
-    let status = cargo()
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--target",
-            target,
-            "-p",
-            "atrium-manifest-wasm",
-        ])
-        .current_dir(&root)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .stdout(Stdio::null())
-        .status()
-        .map_err(|e| Failure::BadInput(format!("cannot run cargo to build the validator: {e}")))?;
-    if status.success() && module.is_file() {
-        Ok(module)
-    } else {
-        Err(Failure::BadInput(format!(
-            "building the manifest validator module failed (rustup target add {target}?), or set ATRIUM_MANIFEST_VALIDATOR"
-        )))
-    }
+    format!("build.rustflags={}", toml::Value::Array(flags))
 }
 
 /// Runs the release build for wasm32-wasip2 and returns the component it made.
@@ -256,7 +403,9 @@ pub fn cargo_build(dir: &Path) -> Result<PathBuf, Failure> {
             "wasm32-wasip2",
             "--release",
             "--message-format=json-render-diagnostics",
+            "--config",
         ])
+        .arg(remap_paths(dir))
         .current_dir(dir)
         .stderr(std::process::Stdio::inherit())
         .output()

@@ -23,6 +23,13 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// The message.
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::BadInput(m) | Failure::Platform(m) | Failure::Auth(m) => m,
+        }
+    }
+
     /// Prints the message under the command's name and returns the exit code.
     pub fn report(&self, command: &str) -> ExitCode {
         let (code, message) = match self {
@@ -219,13 +226,14 @@ impl Client {
             status.as_u16()
         );
         if status == reqwest::StatusCode::UNAUTHORIZED {
+            // The platform's message names the account and what happened to it; the advice
+            // is what only the tool knows (where the token came from).
             let next = match (code.as_deref(), self.source) {
                 (Some("account_suspended"), _) => {
-                    "the account is suspended: ask the platform operator"
+                    "its operator reinstates it with `atrium developers reinstate`"
                 }
-                (Some("unknown_developer"), _) => {
-                    "no developer account has this email: ask the platform operator for one"
-                }
+                // Its message already says who creates accounts.
+                (Some("unknown_developer"), _) => return Failure::Auth(said),
                 (_, TokenSource::Environment) => "set SERVICE_TOKEN to a valid developer token",
                 (_, TokenSource::ConfigFile) => "run `atrium login` again",
                 (_, TokenSource::Given) => "the token was not stored; get a valid developer token",
@@ -244,12 +252,18 @@ impl Client {
 
 /// The failure of a request that got no answer.
 pub fn unreachable(url: &str, error: &reqwest::Error) -> Failure {
+    // reqwest's own words ("error sending request for url ...") say nothing the developer can
+    // act on: the innermost cause does ("Connection refused", "failed to lookup address").
+    let mut cause: &dyn std::error::Error = error;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
     let why = if error.is_timeout() {
         "it did not answer in time".to_owned()
     } else if error.is_connect() {
-        "nothing answers there".to_owned()
+        format!("nothing answers there ({cause})")
     } else {
-        error.to_string()
+        cause.to_string()
     };
     Failure::Platform(format!(
         "cannot reach the platform at {url}: {why}; check the address (--platform or \

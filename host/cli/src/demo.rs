@@ -308,7 +308,10 @@ impl Demo {
                 email: DEVELOPER_EMAIL,
                 login: DEVELOPER_LOGIN,
                 publish_allowed: true,
-                dev_tenant: Some((&self.org_id, TENANT)),
+                // No dev tenant: a promotion installs its version in the developer's dev
+                // tenant with the defaults, and the demo installs each example itself, with its
+                // demo settings, integrations, bindings and records.
+                dev_tenant: None,
             })
             .await;
         match created {

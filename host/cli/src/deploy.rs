@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::StreamExt as _;
 
 use atrium_manifest::Manifest;
-use atrium_server::views::{AppChanged, BundleSet, PreflightView, RegistrationView};
+use atrium_server::views::{BundleSet, PreflightView, PromotedView, RegistrationView};
 
 use crate::client::{Client, Failure, Target};
 use crate::lint::{self, DEFAULT_MANIFEST, ProjectFiles};
@@ -48,18 +48,38 @@ pub struct Args {
     /// the bundle).
     #[arg(long, value_name = "DIR")]
     bundle: Option<String>,
+    /// Print a JSON summary on standard output (`app`, `version`, `component`, `registration`,
+    /// `bundle`, `promotion`); the steps are reported on standard error.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     target: Target,
+}
+
+/// With `--json` the report of the steps goes to standard error, and standard output carries
+/// the JSON summary alone.
+static JSON_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `println!` for the report of the steps (standard error under `--json`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        if JSON_OUTPUT.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!($($arg)*);
+        } else {
+            println!($($arg)*);
+        }
+    };
 }
 
 /// The five steps, for "[n/5]".
 const STEPS: usize = 5;
 
 fn step(n: usize, what: &str) {
-    println!("[{n}/{STEPS}] {what}");
+    say!("[{n}/{STEPS}] {what}");
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    JSON_OUTPUT.store(args.json, std::sync::atomic::Ordering::Relaxed);
     crate::client::run("deploy", deploy(args))
 }
 
@@ -80,7 +100,7 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
             std::fs::write(&args.manifest, &changed).map_err(|e| {
                 Failure::BadInput(format!("cannot write {}: {e}", args.manifest.display()))
             })?;
-            println!("Set version: {version} in {}", args.manifest.display());
+            say!("Set version: {version} in {}", args.manifest.display());
         }
     }
     let files = lint::read_project(&args.manifest).map_err(|e| Failure::BadInput(e.0))?;
@@ -101,7 +121,7 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
     let slug = manifest.app_id.clone();
     let version = manifest.version.clone();
     let client = Client::configured(&args.target)?;
-    println!(
+    say!(
         "Deploying {slug} {version} to {} from {}",
         client.url(),
         project_dir.display()
@@ -125,7 +145,7 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
                 view.errors
             )));
         }
-        println!("      passed ({} warning(s))", view.warnings);
+        say!("      passed ({} warning(s))", view.warnings);
     }
 
     // 2. Build.
@@ -144,8 +164,21 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
         )
         .await?;
     let registration: RegistrationView = read_json(response).await?;
-    lint::print_problems(&registration.warnings);
-    println!(
+    if !args.json {
+        lint::print_problems(&registration.warnings);
+    }
+    let mut summary = serde_json::json!({
+        "app": slug,
+        "version": version,
+        "component": component.as_ref().map(|bytes| serde_json::json!({
+            "size": bytes.len(),
+            "digest": registration.version.component_digest,
+        })),
+        "registration": &registration,
+        "bundle": null,
+        "promotion": null,
+    });
+    say!(
         "      {} ({} docs file(s), {} template(s))",
         if registration.created {
             "registered"
@@ -171,7 +204,8 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
                 )
                 .await?;
             let set: BundleSet = read_json(response).await?;
-            println!(
+            summary["bundle"] = serde_json::to_value(&set).unwrap_or_default();
+            say!(
                 "      {} ({count} file(s), {} bytes, {})",
                 if set.created {
                     "uploaded"
@@ -188,11 +222,11 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
     // 5. Promotion.
     if args.no_promote {
         step(5, "promote: skipped (--no-promote)");
-        println!("Deployed {slug} {version} without making it current.");
-        return Ok(());
+        say!("Deployed {slug} {version} without making it current.");
+        return print_summary(args, &summary);
     }
     step(5, &format!("promote {version}"));
-    let changed: AppChanged = client
+    let promoted: PromotedView = client
         .call(
             reqwest::Method::POST,
             &format!("/api/dev/apps/{slug}/versions/{version}/promote"),
@@ -205,11 +239,102 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
             )),
             other => other,
         })?;
-    println!(
+    report_installs(&promoted);
+    say!(
         "Deployed {slug}: {} is the current version.",
-        changed.app.current_version.as_deref().unwrap_or(&version)
+        promoted.app.current_version.as_deref().unwrap_or(&version)
     );
+    try_it(&slug, &manifest, promoted.dev_install.as_ref());
+    summary["promotion"] = serde_json::to_value(&promoted).unwrap_or_default();
+    print_summary(args, &summary)
+}
+
+/// `--json`'s summary, on standard output.
+fn print_summary(args: &Args, summary: &serde_json::Value) -> Result<(), Failure> {
+    if args.json {
+        crate::client::print_json(summary)?;
+    }
     Ok(())
+}
+
+/// Which auto-upgrading installs the promotion moved, and which wait (and for what).
+pub(crate) fn report_installs(promoted: &PromotedView) {
+    let moved = promoted
+        .installs
+        .iter()
+        .filter(|o| o.outcome == "upgraded")
+        .count();
+    let waiting: Vec<_> = promoted
+        .installs
+        .iter()
+        .filter(|o| o.outcome.starts_with("pending"))
+        .collect();
+    if moved + waiting.len() > 0 {
+        say!(
+            "      {moved} auto-upgrading install(s) moved, {} wait{}",
+            waiting.len(),
+            if waiting.is_empty() { "" } else { ":" }
+        );
+    }
+    for o in waiting {
+        let mut needs = Vec::new();
+        if !o.new_scopes.is_empty() {
+            needs.push(format!("consent to {}", o.new_scopes.join(", ")));
+        }
+        if !o.missing_settings.is_empty() {
+            needs.push(format!("values for {}", o.missing_settings.join(", ")));
+        }
+        say!(
+            "        tenant {} of {}: {} -> {}, waits for {}",
+            o.tenant,
+            o.organization,
+            o.from,
+            o.to,
+            needs.join(" and ")
+        );
+    }
+}
+
+/// How to try the version just deployed: the dev tenant's install, and a call to make.
+fn try_it(slug: &str, manifest: &Manifest, dev: Option<&atrium_platform::registry::DevInstall>) {
+    let Some(dev) = dev else {
+        say!(
+            "Your account has no dev tenant, so nothing was installed to try: an operator gives it one with `atrium developers create ... --org ORG --tenant TENANT`."
+        );
+        return;
+    };
+    match dev.outcome.as_str() {
+        "installed" | "upgraded" | "current" => {
+            say!(
+                "Your dev tenant {} ({}) runs {} {} ({}).",
+                dev.tenant,
+                dev.organization,
+                slug,
+                dev.version.as_deref().unwrap_or("?"),
+                dev.outcome
+            );
+            if let Some(tool) = manifest.tools.first() {
+                say!("Try it (the tool's arguments are a JSON object):");
+                say!("  atrium apps call {slug} {} '{{}}'", tool.name);
+            }
+        }
+        outcome => {
+            say!(
+                "Your dev tenant {} ({}) could not run it ({outcome}{}): {}",
+                dev.tenant,
+                dev.organization,
+                if dev.missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", dev.missing.join(", "))
+                },
+                dev.message.as_deref().unwrap_or("")
+            );
+            say!(
+                "  give the values with POST /api/installs/{slug}/activate (a tenant admin token of the dev tenant), or declare defaults in the manifest"
+            );
+        }
+    }
 }
 
 /// The manifest with its top-level `version` set to `version` (YAML: the `version:` line;
@@ -269,7 +394,7 @@ fn build(args: &Args, dir: &Path, manifest: &Manifest) -> Result<Option<Vec<u8>>
     };
     let bytes = std::fs::read(&path)
         .map_err(|e| Failure::BadInput(format!("cannot read {}: {e}", path.display())))?;
-    println!("      {} ({} bytes)", path.display(), bytes.len());
+    say!("      {} ({} bytes)", path.display(), bytes.len());
     Ok(Some(bytes))
 }
 

@@ -1,27 +1,28 @@
 //! `atrium developers`: developer accounts of the app registry, and their tokens.
 //!
 //! A host administration command, like `atrium keys`: it works on the host's store directly
-//! (`ATRIUM_DATABASE_URL` or SQLite in `--data-dir`) and signs tokens with the host's key
+//! (chosen as [`crate::hoststore`] says) and signs tokens with the host's key
 //! (`ATRIUM_JWT_SECRET`, else `<data-dir>/jwt.key`, the one `atrium serve` uses). Exit codes: 0
 //! success, 1 bad input (an invalid email or login, one already taken, an unknown developer
-//! or organization), 2 the store or the signing key could not be opened.
+//! or organization, no store found), 2 the store or the signing key could not be opened.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use atrium_platform::identity::{JWT_SECRET_ENV, TokenIssuer};
 use atrium_store::{Developer, NewDeveloper, Store, StoreError};
 
+/// The organization of dev tenants when `--org` is not given.
+const DEV_ORGANIZATION: &str = "developers";
+
 /// `atrium developers` arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
     command: DevelopersCommand,
-    /// The host's data directory (SQLite database, signing key), unless ATRIUM_DATABASE_URL
-    /// and ATRIUM_JWT_SECRET are set.
-    #[arg(long, value_name = "DIR", default_value = ".atrium", global = true)]
-    data_dir: PathBuf,
+    #[command(flatten)]
+    store: crate::hoststore::StoreArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -38,12 +39,17 @@ enum DevelopersCommand {
         /// Allow the developer to promote versions (registering is always allowed).
         #[arg(long)]
         publish_allowed: bool,
-        /// The organization (id or name) of the developer's dev tenant.
-        #[arg(long, requires = "tenant")]
+        /// The organization (id or name) of the developer's dev tenant (default: the
+        /// organization `developers`, created when new).
+        #[arg(long)]
         org: Option<String>,
-        /// The developer's dev tenant, in `--org`.
-        #[arg(long, requires = "org")]
+        /// The developer's dev tenant, in `--org` (default: `<login>-dev`): `atrium deploy`
+        /// installs each promoted version there, for the developer to try.
+        #[arg(long)]
         tenant: Option<String>,
+        /// Create the account without a dev tenant.
+        #[arg(long, conflicts_with_all = ["org", "tenant"])]
+        no_dev_tenant: bool,
         /// How many days the token is valid.
         #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=365))]
         ttl_days: u32,
@@ -142,17 +148,26 @@ fn describe(d: &Developer) -> String {
 /// Runs `atrium developers`.
 pub fn run(args: &Args) -> ExitCode {
     crate::block_on(false, async {
-        let store = match crate::keys::open_store(&args.data_dir).await {
+        let chosen = match args.store.choose() {
+            Ok(chosen) => chosen,
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(1);
+            }
+        };
+        let store = match chosen.open().await {
             Ok(store) => store,
             Err(e) => return exit_for(&e),
         };
-        let code = command(args, &store).await.unwrap_or_else(|code| code);
+        let code = command(args, &store, &chosen.data_dir)
+            .await
+            .unwrap_or_else(|code| code);
         store.close().await;
         code
     })
 }
 
-async fn command(args: &Args, store: &Store) -> Result<ExitCode, ExitCode> {
+async fn command(args: &Args, store: &Store, data_dir: &Path) -> Result<ExitCode, ExitCode> {
     match &args.command {
         DevelopersCommand::Create {
             email,
@@ -160,14 +175,32 @@ async fn command(args: &Args, store: &Store) -> Result<ExitCode, ExitCode> {
             publish_allowed,
             org,
             tenant,
+            no_dev_tenant,
             ttl_days,
         } => {
-            let issuer = issuer(&args.data_dir)?;
+            let issuer = issuer(data_dir)?;
+            let dev_tenant = if *no_dev_tenant {
+                None
+            } else {
+                let org = match org {
+                    Some(org) => org.clone(),
+                    None => store
+                        .ensure_organization(DEV_ORGANIZATION)
+                        .await
+                        .map_err(|e| exit_for(&e))?,
+                };
+                let tenant = tenant
+                    .clone()
+                    .unwrap_or_else(|| format!("{}-dev", login.to_lowercase()));
+                Some((org, tenant))
+            };
             let new = NewDeveloper {
                 email,
                 login,
                 publish_allowed: *publish_allowed,
-                dev_tenant: org.as_deref().zip(tenant.as_deref()),
+                dev_tenant: dev_tenant
+                    .as_ref()
+                    .map(|(org, tenant)| (org.as_str(), tenant.as_str())),
             };
             let developer = store
                 .create_developer(&new)
@@ -175,6 +208,12 @@ async fn command(args: &Args, store: &Store) -> Result<ExitCode, ExitCode> {
                 .map_err(|e| exit_for(&e))?;
             let token = token_for(&issuer, &developer, *ttl_days)?;
             println!("Created developer {}.", describe(&developer));
+            match &developer.dev_tenant {
+                Some((org, tenant)) => println!(
+                    "Their dev tenant is `{tenant}` of organization {org}: each version they promote is installed there to try."
+                ),
+                None => println!("They have no dev tenant (--no-dev-tenant)."),
+            }
             println!(
                 "Their token is valid for {ttl_days} days; `atrium developers token {}` issues another.",
                 developer.login
@@ -185,7 +224,7 @@ async fn command(args: &Args, store: &Store) -> Result<ExitCode, ExitCode> {
             developer,
             ttl_days,
         } => {
-            let issuer = issuer(&args.data_dir)?;
+            let issuer = issuer(data_dir)?;
             let developer = find(store, developer).await?;
             let token = token_for(&issuer, &developer, *ttl_days)?;
             println!(

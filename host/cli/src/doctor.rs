@@ -22,8 +22,20 @@ pub struct Args {
     /// The project's manifest.
     #[arg(long, value_name = "PATH", default_value = DEFAULT_MANIFEST)]
     manifest: PathBuf,
+    /// Print the checks as JSON: `{"passed", "checks": [{"check", "status", "detail"}]}`.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     target: Target,
+}
+
+/// One check, for `--json`.
+#[derive(serde::Serialize)]
+struct CheckView<'a> {
+    check: &'a str,
+    /// `ok`, `warning` or `failed`.
+    status: &'static str,
+    detail: &'a str,
 }
 
 /// How a check went.
@@ -54,13 +66,47 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(runtime) => runtime.block_on(platform_checks(&args.target)),
         Err(message) => (Outcome::Failed(message.clone()), Outcome::Failed(message)),
     };
-    let mut failed = false;
-    failed |= show("login", &login);
     let lang = Lang::of(&project).unwrap_or(Lang::Rust);
-    failed |= show("build toolchain", &toolchain(lang));
-    failed |= show("registry credential", &registry);
-    failed |= show("SDK", &sdk(&project, lang));
-    failed |= show("manifest", &manifest(&args.manifest));
+    let checks = [
+        ("login", login),
+        ("build toolchain", toolchain(&project, lang)),
+        ("registry credential", registry),
+        ("SDK", sdk(&project, lang)),
+        ("manifest", manifest(&args.manifest)),
+    ];
+    let failed = checks
+        .iter()
+        .any(|(_, outcome)| matches!(outcome, Outcome::Failed(_)));
+    if args.json {
+        let views: Vec<CheckView<'_>> = checks
+            .iter()
+            .map(|(check, outcome)| {
+                let (status, detail) = match outcome {
+                    Outcome::Ok(t) => ("ok", t),
+                    Outcome::Warning(t) => ("warning", t),
+                    Outcome::Failed(t) => ("failed", t),
+                };
+                CheckView {
+                    check,
+                    status,
+                    detail,
+                }
+            })
+            .collect();
+        let body = serde_json::json!({"passed": !failed, "checks": views});
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&body).unwrap_or_default()
+        );
+        return if failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    for (name, outcome) in &checks {
+        show(name, outcome);
+    }
     if failed {
         println!("doctor: a check failed");
         ExitCode::from(1)
@@ -131,17 +177,18 @@ fn first_line(command: &mut Command) -> Option<String> {
 }
 
 /// The toolchain of the project's language.
-fn toolchain(lang: Lang) -> Outcome {
+fn toolchain(project: &Path, lang: Lang) -> Outcome {
     match lang {
         Lang::Rust => rust_toolchain(),
         Lang::Python => {
-            let python = std::env::var_os("ATRIUM_PYTHON").unwrap_or_else(|| "python3".into());
+            let python = crate::build::python(project);
             let script = "import sys, componentize_py; print('Python %d.%d' % sys.version_info[:2]) if sys.version_info >= (3, 10) else sys.exit('Python %d.%d is older than 3.10' % sys.version_info[:2])";
             match first_line(Command::new(&python).args(["-c", script])) {
                 Some(version) => Outcome::Ok(format!("{version} with componentize-py")),
                 None => Outcome::Failed(format!(
-                    "{} must be Python 3.10 or later with componentize-py: pip install componentize-py==0.25.1",
-                    python.to_string_lossy()
+                    "{} must be Python 3.10 or later with componentize-py: set up the project's environment with `{}`",
+                    python.to_string_lossy(),
+                    crate::init::PYTHON_SETUP
                 )),
             }
         }
@@ -239,7 +286,7 @@ fn sdk(project: &Path, lang: Lang) -> Outcome {
     match lang {
         Lang::Rust => rust_sdk(project),
         Lang::Python => {
-            let python = std::env::var_os("ATRIUM_PYTHON").unwrap_or_else(|| "python3".into());
+            let python = crate::build::python(project);
             match first_line(
                 Command::new(&python)
                     .args(["-c", "import atrium_sdk; print(atrium_sdk.__version__)"])
@@ -247,9 +294,9 @@ fn sdk(project: &Path, lang: Lang) -> Outcome {
             ) {
                 Some(version) => sdk_version("atrium-sdk (Python)", &version),
                 None => Outcome::Failed(format!(
-                    "{} cannot import atrium_sdk: pip install {}",
+                    "{} cannot import atrium_sdk: set up the project's environment with `{}`",
                     python.to_string_lossy(),
-                    crate::build::sdk_source("python").display()
+                    crate::init::PYTHON_SETUP
                 )),
             }
         }

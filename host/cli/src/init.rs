@@ -5,10 +5,14 @@
 //! one tool and one setting, the handler, unit tests with the SDK's `TestClient`,
 //! `app_docs/user.md`, a template default, the mock file of `atrium dev`, a CI workflow (lint,
 //! test, deploy with `SERVICE_TOKEN`) and a `web/` bundle wired to the postMessage bridge of
-//! `atrium dev`'s parent shell. The project depends on its language's SDK by path: `--sdk DIR`,
-//! else under `ATRIUM_SDK_PATH` (the `guest-sdk` directory: the Rust SDK, with the Python SDK
-//! in `python/` and the TypeScript SDK in `typescript/`), else the `guest-sdk` of the source
-//! tree this `atrium` was built from. The files are in `host/cli/scaffold/`.
+//! `atrium dev`'s parent shell. The files are in `host/cli/scaffold/`.
+//!
+//! A Rust project depends on the Rust SDK by path (`--sdk DIR`, else `ATRIUM_SDK_PATH`, else
+//! the `guest-sdk` of the source tree this `atrium` was built from). A Python or TypeScript
+//! project gets the SDK package this `atrium` carries ([`crate::sdk`]: the validator module and
+//! the WIT inside) in `vendor/`, and its environment is set up in the project: `.venv` with the
+//! SDK, componentize-py and pytest, or `npm install`'s `node_modules` (`--no-install` leaves
+//! that to the developer). Nothing is written outside the new directory.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -37,11 +41,22 @@ pub struct Args {
     /// Where to create the project (default: ./<slug>); it must not exist or be empty.
     #[arg(long)]
     directory: Option<PathBuf>,
-    /// The language's SDK directory (default: under ATRIUM_SDK_PATH, else under the guest-sdk
-    /// of the source tree this atrium was built from: `.` for Rust, `python/`, `typescript/`).
+    /// The Rust SDK's directory (default: ATRIUM_SDK_PATH, else the guest-sdk of the source
+    /// tree this atrium was built from). Python and TypeScript projects get the SDK package
+    /// this atrium carries, in vendor/.
     #[arg(long, value_name = "DIR")]
     sdk: Option<PathBuf>,
+    /// Do not set up the project's environment (Python: .venv with the SDK, componentize-py and
+    /// pytest; TypeScript: npm install): the next steps say how.
+    #[arg(long)]
+    no_install: bool,
 }
+
+/// How a Python project's environment is made (in the project's directory).
+pub const PYTHON_SETUP: &str =
+    "python3 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt";
+/// How a TypeScript project's environment is made.
+pub const TYPESCRIPT_SETUP: &str = "npm install";
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Lang {
@@ -54,38 +69,104 @@ enum Lang {
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    match init(args) {
-        Ok(dir) => {
-            println!("Created {} in {}", args.slug, dir.display());
-            println!();
-            println!("Next:");
-            println!("  cd {}", dir.display());
-            if !matches!(args.lang, Lang::Rust) {
-                // The SDK validates the manifest with the validator module in the tests too;
-                // `atrium build` finds it by itself.
-                match crate::build::validator_module() {
-                    Ok(path) => println!(
-                        "  export ATRIUM_MANIFEST_VALIDATOR={}   # the SDK's manifest validator",
-                        path.display()
-                    ),
-                    Err(failure) => println!(
-                        "  # set ATRIUM_MANIFEST_VALIDATOR to the manifest validator module: {}",
-                        match failure {
-                            Failure::BadInput(m) | Failure::Platform(m) | Failure::Auth(m) => m,
-                        }
-                    ),
-                }
+    let dir = match init(args) {
+        Ok(dir) => dir,
+        Err(failure) => return failure.report("init"),
+    };
+    println!("Created {} in {}", args.slug, dir.display());
+    let installed = if args.no_install {
+        false
+    } else {
+        match set_up(args.lang, &dir) {
+            Ok(done) => done,
+            Err(failure) => {
+                // The files stay: the environment can be made again once the cause is fixed.
+                let setup = args.lang.setup().unwrap_or_default();
+                return Failure::BadInput(format!(
+                    "the project's files are written, but its environment could not be set up: {}; fix that, then run `{setup}` in {}",
+                    failure.message(),
+                    dir.display()
+                ))
+                .report("init");
             }
-            for line in args.lang.first_steps() {
-                println!("  {line}");
-            }
-            println!("  atrium lint                  # the manifest, templates and docs");
-            println!("  atrium dev                   # the web/ bundle in a local parent shell");
-            println!("  atrium login --platform URL --token TOKEN");
-            println!("  atrium deploy                # build, register, upload, promote");
-            ExitCode::SUCCESS
         }
-        Err(failure) => failure.report("init"),
+    };
+    println!();
+    println!("Next:");
+    println!("  cd {}", dir.display());
+    if !installed && let Some(setup) = args.lang.setup() {
+        println!("  {setup}");
+    }
+    for line in args.lang.first_steps() {
+        println!("  {line}");
+    }
+    println!("  atrium lint                  # the manifest, templates and docs");
+    println!("  atrium dev                   # the web/ bundle in a local parent shell");
+    println!("  atrium login --platform URL --token TOKEN");
+    println!("  atrium deploy                # build, register, upload, promote");
+    ExitCode::SUCCESS
+}
+
+/// Sets up a new project's environment: `Ok(false)` when its language needs none.
+fn set_up(lang: Lang, dir: &Path) -> Result<bool, Failure> {
+    let run = |what: &str, command: &mut std::process::Command| -> Result<(), Failure> {
+        println!("{what}");
+        let out = command
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                Failure::BadInput(format!(
+                    "cannot run {} ({e})",
+                    command.get_program().to_string_lossy()
+                ))
+            })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = tail[tail.len().saturating_sub(3)..].join(" / ");
+        Err(Failure::BadInput(format!(
+            "{} failed ({}): {tail}",
+            command.get_program().to_string_lossy(),
+            out.status
+        )))
+    };
+    match lang {
+        Lang::Rust => Ok(false),
+        Lang::Python => {
+            let python = std::env::var_os("ATRIUM_PYTHON").unwrap_or_else(|| "python3".into());
+            run(
+                "Setting up .venv (the SDK from vendor/, componentize-py, pytest) ...",
+                std::process::Command::new(&python).args(["-m", "venv", ".venv"]),
+            )?;
+            run(
+                "Installing requirements.txt into .venv ...",
+                std::process::Command::new(crate::build::python(dir)).args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "-r",
+                    "requirements.txt",
+                ]),
+            )?;
+            Ok(true)
+        }
+        Lang::Typescript => {
+            run(
+                "Running npm install (the SDK from vendor/, esbuild, componentize-js) ...",
+                std::process::Command::new("npm").args([
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                ]),
+            )?;
+            Ok(true)
+        }
     }
 }
 
@@ -104,12 +185,12 @@ fn display_name(slug: &str) -> String {
 }
 
 impl Lang {
-    /// The SDK's directory under the `guest-sdk` directory, and the file that marks it.
-    fn sdk_layout(self) -> (&'static str, &'static str) {
+    /// How the project's environment is made, when its language has one.
+    fn setup(self) -> Option<&'static str> {
         match self {
-            Lang::Rust => (".", "Cargo.toml"),
-            Lang::Python => ("python", "pyproject.toml"),
-            Lang::Typescript => ("typescript", "package.json"),
+            Lang::Rust => None,
+            Lang::Python => Some(PYTHON_SETUP),
+            Lang::Typescript => Some(TYPESCRIPT_SETUP),
         }
     }
 
@@ -117,14 +198,10 @@ impl Lang {
     fn first_steps(self) -> &'static [&'static str] {
         match self {
             Lang::Rust => &["cargo test                   # the handler's unit tests, natively"],
-            Lang::Python => &[
-                "pip install -e .             # the SDK and componentize-py (a virtualenv is wise)",
-                "python -m pytest             # the handler's unit tests, natively",
-            ],
-            Lang::Typescript => &[
-                "npm install --install-links  # a copy of the SDK, esbuild and componentize-js",
-                "npm test                     # the handler's unit tests, on Node.js",
-            ],
+            Lang::Python => &[".venv/bin/python -m pytest   # the handler's unit tests, natively"],
+            Lang::Typescript => {
+                &["npm test                     # the handler's unit tests, on Node.js"]
+            }
         }
     }
 
@@ -148,6 +225,10 @@ impl Lang {
                     include_str!("../scaffold/python/pyproject.toml"),
                 ),
                 (".gitignore", include_str!("../scaffold/python/.gitignore")),
+                (
+                    "requirements.txt",
+                    include_str!("../scaffold/python/requirements.txt"),
+                ),
                 ("app.py", include_str!("../scaffold/python/app.py")),
                 (
                     "test_app.py",
@@ -222,29 +303,36 @@ const COMMON: &[(&str, &str)] = &[
     ),
 ];
 
-/// The language's SDK directory.
-fn sdk_dir(lang: Lang, flag: Option<&Path>) -> Result<PathBuf, Failure> {
-    let (sub, marker) = lang.sdk_layout();
+/// The Rust SDK's directory: `--sdk`, else `ATRIUM_SDK_PATH`, else this source tree's.
+fn rust_sdk_dir(flag: Option<&Path>) -> Result<PathBuf, Failure> {
     let chosen = flag.map(Path::to_path_buf).unwrap_or_else(|| {
         std::env::var_os("ATRIUM_SDK_PATH")
             .filter(|v| !v.is_empty())
-            .map_or_else(|| crate::build::sdk_source("rust"), PathBuf::from)
-            .join(sub)
+            .map_or_else(crate::build::rust_sdk_source, PathBuf::from)
     });
     let dir = std::fs::canonicalize(&chosen).map_err(|_| {
         Failure::BadInput(format!(
-            "the SDK is not at {}: pass --sdk DIR (the {} directory of an Atrium source tree) or set ATRIUM_SDK_PATH to its guest-sdk directory",
+            "the Rust SDK is not at {}: pass --sdk DIR (the guest-sdk directory of an Atrium source tree) or set ATRIUM_SDK_PATH to it",
             chosen.display(),
-            if sub == "." { "guest-sdk".to_owned() } else { format!("guest-sdk/{sub}") }
         ))
     })?;
-    if !dir.join(marker).is_file() {
+    if !dir.join("Cargo.toml").is_file() {
         return Err(Failure::BadInput(format!(
-            "{} has no {marker}: pass --sdk DIR naming the SDK's directory",
+            "{} has no Cargo.toml: pass --sdk DIR naming the Rust SDK's directory",
             dir.display()
         )));
     }
     Ok(dir)
+}
+
+/// The SDK package of a Python or TypeScript project.
+fn sdk_package(lang: Lang) -> Result<Option<crate::sdk::Package>, Failure> {
+    match lang {
+        Lang::Rust => Ok(None),
+        Lang::Python => crate::sdk::python_wheel().map(Some),
+        Lang::Typescript => crate::sdk::typescript_tarball().map(Some),
+    }
+    .map_err(Failure::BadInput)
 }
 
 /// A YAML double-quoted string.
@@ -284,7 +372,13 @@ fn init(args: &Args) -> Result<PathBuf, Failure> {
             )));
         }
     }
-    let sdk = sdk_dir(args.lang, args.sdk.as_deref())?;
+    let sdk = match args.lang {
+        Lang::Rust => rust_sdk_dir(args.sdk.as_deref())?,
+        _ => PathBuf::new(),
+    };
+    let package = sdk_package(args.lang)?;
+    let sdk_version = package.as_ref().map_or("", |p| p.version.as_str());
+    let sdk_file = package.as_ref().map_or("", |p| p.file_name.as_str());
     let crate_name = slug.replace('-', "_");
     let fill = |template: &str| {
         template
@@ -300,6 +394,8 @@ fn init(args: &Args) -> Result<PathBuf, Failure> {
             .replace("{{owner}}", &args.github_owner.to_lowercase())
             .replace("{{sdk}}", &sdk.display().to_string().replace('\\', "/"))
             .replace("{{toolchain}}", TOOLCHAIN)
+            .replace("{{sdk_version}}", sdk_version)
+            .replace("{{sdk_wheel}}", sdk_file)
     };
     for (path, template) in COMMON.iter().chain(args.lang.files()) {
         let target = dir.join(path);
@@ -309,6 +405,12 @@ fn init(args: &Args) -> Result<PathBuf, Failure> {
             })?;
         }
         std::fs::write(&target, fill(template))
+            .map_err(|e| Failure::BadInput(format!("cannot write {}: {e}", target.display())))?;
+    }
+    if let Some(package) = package {
+        let target = dir.join("vendor").join(&package.file_name);
+        std::fs::create_dir_all(dir.join("vendor"))
+            .and_then(|()| std::fs::write(&target, &package.bytes))
             .map_err(|e| Failure::BadInput(format!("cannot write {}: {e}", target.display())))?;
     }
     Ok(dir)

@@ -1,10 +1,10 @@
 //! `atrium keys`: organization API keys for the /v1 API.
 //!
-//! The store is the host's: `ATRIUM_DATABASE_URL` when set (PostgreSQL), else SQLite in the
-//! data directory (`--data-dir`, default `./.atrium`). Exit codes: 0 success, 1 bad input (an
-//! invalid name, an unknown key id), 2 the store could not be opened or written.
+//! The store is the host's, chosen as [`crate::hoststore`] says (`ATRIUM_DATABASE_URL`, the
+//! data directory, the running host's; a new one only with `--create`). Exit codes: 0 success,
+//! 1 bad input (an invalid name, an unknown key id, no store found), 2 the store could not be
+//! opened or written.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use atrium_store::{Store, StoreError};
@@ -14,9 +14,8 @@ use atrium_store::{Store, StoreError};
 pub struct Args {
     #[command(subcommand)]
     command: KeysCommand,
-    /// The host's data directory (SQLite database), unless ATRIUM_DATABASE_URL is set.
-    #[arg(long, value_name = "DIR", default_value = ".atrium", global = true)]
-    data_dir: PathBuf,
+    #[command(flatten)]
+    store: crate::hoststore::StoreArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -44,7 +43,8 @@ enum KeysCommand {
     },
 }
 
-/// Opens the host's store: `ATRIUM_DATABASE_URL` when set, else SQLite in `data_dir`.
+/// Opens the host's store for `atrium serve`: `ATRIUM_DATABASE_URL` when set, else SQLite in
+/// `data_dir`.
 pub async fn open_store(data_dir: &std::path::Path) -> Result<Store, StoreError> {
     match std::env::var("ATRIUM_DATABASE_URL") {
         Ok(url) if !url.trim().is_empty() => Store::open_url(url.trim()).await,
@@ -69,9 +69,15 @@ fn time(ms: i64) -> String {
 /// Runs `atrium keys`.
 pub fn run(args: &Args) -> ExitCode {
     crate::block_on(false, async {
-        let store = match open_store(&args.data_dir).await {
-            Ok(store) => store,
-            Err(e) => return exit_for(&e),
+        let store = match args.store.choose() {
+            Ok(chosen) => match chosen.open().await {
+                Ok(store) => store,
+                Err(e) => return exit_for(&e),
+            },
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(1);
+            }
         };
         let code = match &args.command {
             KeysCommand::Create { name, org } => match store.create_key(org, name).await {

@@ -30,6 +30,8 @@ pub struct Args {
     /// Check locally even when a platform is configured.
     #[arg(long)]
     offline: bool,
+    #[command(flatten)]
+    target: crate::client::Target,
 }
 
 /// Why the check could not run (exit code 2).
@@ -52,7 +54,7 @@ pub fn run(args: &Args) -> ExitCode {
         let remote = if args.offline {
             None
         } else {
-            crate::platform::configured().map_err(CannotRun)?
+            crate::platform::configured(args.target.platform.as_deref()).map_err(CannotRun)?
         };
         match remote {
             Some(platform) => preflight(&platform, &files),
@@ -205,7 +207,13 @@ fn preflight(
             .json(&body)
             .send()
             .await
-            .map_err(|e| CannotRun(format!("the preflight request to {url} failed: {e}")))?;
+            .map_err(|e| {
+                CannotRun(
+                    crate::client::unreachable(&platform.url, &e)
+                        .message()
+                        .to_owned(),
+                )
+            })?;
         let status = response.status();
         let text = response.text().await.map_err(|e| {
             CannotRun(format!(

@@ -13,11 +13,14 @@ mod deploy;
 mod dev;
 mod developers;
 mod doctor;
+mod hoststore;
 mod init;
+mod inputs;
 mod keys;
 mod lint;
 mod oauth;
 mod platform;
+mod sdk;
 mod secrets;
 mod serve;
 mod tenants;
@@ -122,6 +125,18 @@ enum Command {
     /// Exit codes: 0 success, 1 bad input (a bad key, no app), 2 a platform error, 3 no token
     /// or a refused one.
     Secrets(secrets::Args),
+    /// Put this atrium's Python or TypeScript SDK package into a project's vendor/.
+    ///
+    /// Exit codes: 0 done, 1 bad input (not a Python or TypeScript project).
+    Sdk(sdk::Args),
+    /// Print the shell completion script of `atrium` for a shell, e.g. `atrium completions
+    /// bash > ~/.local/share/bash-completion/completions/atrium`.
+    ///
+    /// Exit codes: 0 printed, 1 an unknown shell.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Run the host: the /v1 API on --addr, data under --data-dir (or ATRIUM_DATABASE_URL).
     ///
     /// Exit codes: 0 after a clean shutdown (SIGINT or SIGTERM), 1 bad input, 2 the host could
@@ -151,6 +166,11 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Upgrade(args) => apps::upgrade(&args),
         Command::Secrets(args) => secrets::run(&args),
+        Command::Sdk(args) => sdk::run(&args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "atrium", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
         Command::Serve(args) => serve::run(&args),
     }
 }

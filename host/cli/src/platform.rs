@@ -163,9 +163,9 @@ pub fn token_for(url: &str, config: &ConfigFile) -> Option<(String, TokenSource)
 
 /// The configured platform, if both its address and a token are known (what `atrium lint`
 /// uses to ask the platform's preflight). A config file that does not parse is an error.
-pub fn configured() -> Result<Option<PlatformConfig>, String> {
+pub fn configured(flag: Option<&str>) -> Result<Option<PlatformConfig>, String> {
     let config = read_config()?;
-    let Some(url) = platform_url(None, &config)? else {
+    let Some(url) = platform_url(flag, &config)? else {
         return Ok(None);
     };
     Ok(token_for(&url, &config).map(|(token, _)| PlatformConfig { url, token }))

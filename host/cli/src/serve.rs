@@ -124,6 +124,11 @@ pub fn run(args: &Args) -> ExitCode {
             .local_addr()
             .map_or_else(|_| addr.to_string(), |a| a.to_string());
         tracing::info!(addr = %bound, store = store.backend(), "atrium is listening on http://{bound}");
+        // Administration commands run elsewhere find this host's store by this record; it is
+        // removed when the host stops.
+        let _record = listener.local_addr().ok().and_then(|a| {
+            crate::hoststore::register_running(a, &args.data_dir, store.backend() != "sqlite")
+        });
         let gateway =
             atrium_inference::Gateway::from_config(&config, &|name| std::env::var(name).ok());
         let configured: Vec<&str> = atrium_inference::ProviderId::ALL

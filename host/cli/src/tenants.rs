@@ -1,12 +1,11 @@
 //! `atrium tenants tokens`: the tokens of a tenant's admins and users, issued by the operator.
 //!
 //! A host administration command, like `atrium keys`: it works on the host's store directly
-//! (`ATRIUM_DATABASE_URL` when set, else SQLite in `--data-dir`, default `./.atrium`), and does
-//! what `POST`/`GET`/`DELETE /api/tenants/{tenant}/tokens` do with an organization key. Exit
-//! codes: 0 success, 1 bad input (an unknown organization, tenant or token, an invalid user id
-//! or display name), 2 the store could not be opened or written.
+//! (chosen as [`crate::hoststore`] says), and does what `POST`/`GET`/`DELETE
+//! /api/tenants/{tenant}/tokens` do with an organization key. Exit codes: 0 success, 1 bad input
+//! (an unknown organization, tenant or token, an invalid user id or display name, no store
+//! found), 2 the store could not be opened or written.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use atrium_store::{NewTenantToken, Store, StoreError, TenantRole, TenantToken};
@@ -16,9 +15,8 @@ use atrium_store::{NewTenantToken, Store, StoreError, TenantRole, TenantToken};
 pub struct Args {
     #[command(subcommand)]
     command: TenantsCommand,
-    /// The host's data directory (SQLite database), unless ATRIUM_DATABASE_URL is set.
-    #[arg(long, value_name = "DIR", default_value = ".atrium", global = true)]
-    data_dir: PathBuf,
+    #[command(flatten)]
+    store: crate::hoststore::StoreArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -122,9 +120,15 @@ fn describe(t: &TenantToken) -> String {
 /// Runs `atrium tenants`.
 pub fn run(args: &Args) -> ExitCode {
     crate::block_on(false, async {
-        let store = match crate::keys::open_store(&args.data_dir).await {
-            Ok(store) => store,
-            Err(e) => return exit_for(&e),
+        let store = match args.store.choose() {
+            Ok(chosen) => match chosen.open().await {
+                Ok(store) => store,
+                Err(e) => return exit_for(&e),
+            },
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(1);
+            }
         };
         let TenantsCommand::Tokens(command) = &args.command;
         let code = tokens(command, &store).await.unwrap_or_else(|code| code);

@@ -15,6 +15,7 @@
 // from the project's node_modules, else from ATRIUM_NODE_MODULES, else from the SDK's own.
 
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync, renameSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { createRequire, register } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
@@ -47,7 +48,7 @@ export class BuildError extends Error {
   }
 }
 
-const USAGE = `usage: atrium-sdk-build [--project DIR] [--out FILE] [--wit DIR]
+const USAGE = `usage: atrium-sdk-build [--project DIR] [--out FILE] [--wit DIR] [--print-toolchain]
 
 Builds the Atrium app in DIR (default .) into a WebAssembly component at FILE
 (default DIR/build/app.wasm). The entry is src/app.ts (or src/app.js, or package.json's
@@ -55,7 +56,11 @@ Builds the Atrium app in DIR (default .) into a WebAssembly component at FILE
 
 Environment: ATRIUM_MANIFEST_VALIDATOR (the validator module, else validator.wasm in the
 package), ATRIUM_NODE_MODULES (a node_modules with esbuild and componentize-js, when the
-project has none), ATRIUM_WIT (the WIT directory, when --wit is not given).`;
+project has none), ATRIUM_WIT (the WIT directory, when --wit is not given).
+
+--print-toolchain prints what a build of DIR would be made with (the SDK and the digest of its
+files, the WIT, the validator, esbuild and componentize-js) as one JSON line, and builds
+nothing: \`atrium build\` counts it among the build's inputs.`;
 
 /** Parses the command line: `{project, out, wit}` or `{help: true}`. */
 export function parseArgs(argv) {
@@ -63,6 +68,10 @@ export function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '-h' || arg === '--help') return { help: true };
+    if (arg === '--print-toolchain') {
+      options.printToolchain = true;
+      continue;
+    }
     const eq = arg.indexOf('=');
     const [flag, inline] = arg.startsWith('--') && eq > 0 ? [arg.slice(0, eq), arg.slice(eq + 1)] : [arg, undefined];
     const key = { '--project': 'project', '--out': 'out', '--wit': 'wit' }[flag];
@@ -335,6 +344,53 @@ export async function bundle(esbuild, entry, embedded) {
   return result.outputFiles[0].text;
 }
 
+/** The SHA-256 of files (sorted by path relative to `base`, with their contents), or of one file. */
+function treeDigest(paths, base) {
+  const files = [];
+  const visit = (path) => {
+    if (!existsSync(path)) return;
+    const name = basename(path);
+    if (name.startsWith('.') || name === 'node_modules') return;
+    if (statSync(path).isDirectory()) {
+      for (const child of readdirSync(path)) visit(join(path, child));
+    } else {
+      files.push(path);
+    }
+  };
+  for (const path of paths) visit(path);
+  const hash = createHash('sha256');
+  for (const file of files.map((f) => [relative(base, f).split('\\').join('/'), f]).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    hash.update(`\0file\0${file[0]}\0`);
+    hash.update(createHash('sha256').update(readFileSync(file[1])).digest());
+  }
+  return `sha256:${hash.digest('hex')}`;
+}
+
+/**
+ * What a build of `project` is made with, for `--print-toolchain`: the SDK (name, version,
+ * digest of its files), the WIT and the validator module (digests), and the versions of
+ * esbuild and componentize-js it would run. Throws `BuildError` when one is missing.
+ */
+export function toolchainIdentity({ project = '.', wit } = {}) {
+  const projectDir = resolve(project);
+  const dirs = moduleDirs(projectDir);
+  const sdk = readPackage(SDK_DIR);
+  const witDir = findWit(wit);
+  const validator = validatorPath();
+  const identity = {
+    sdk: `${sdk.name} ${sdk.version}`,
+    sdk_files: treeDigest(['src', 'bin', 'register.mjs'].map((p) => join(SDK_DIR, p)), SDK_DIR),
+    wit: treeDigest([witDir], witDir),
+    validator: treeDigest([validator], dirname(validator)),
+  };
+  for (const name of ['esbuild', '@bytecodealliance/componentize-js']) {
+    const found = findPackage(name, dirs);
+    if (!found) throw missingToolchain(name);
+    identity[name] = found.version;
+  }
+  return identity;
+}
+
 /**
  * Builds the project: `{project = '.', out = <project>/build/app.wasm, wit}`. Answers
  * `{out, size, seconds, warnings, versions}`; throws `BuildError`.
@@ -394,6 +450,10 @@ export async function main(argv, { stdout = process.stdout, stderr = process.std
     const options = parseArgs(argv);
     if (options.help) {
       stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    if (options.printToolchain) {
+      stdout.write(`${JSON.stringify(toolchainIdentity(options))}\n`);
       return 0;
     }
     const result = await build(options);

@@ -17,6 +17,10 @@ def test_greet_defaults_to_hello():
     assert TestClient(app).call_tool("greet", {"name": "Ada"}) == {"message": "Hello, Ada!"}
 
 
+def test_greet_greets_the_world_without_a_name():
+    assert TestClient(app).call_tool("greet", {}) == {"message": "Hello, world!"}
+
+
 def test_greet_refuses_an_empty_name():
     with pytest.raises(InvalidInput):
         TestClient(app).call_tool("greet", {"name": " "})

@@ -54,6 +54,7 @@ fn developer(dir: &std::path::Path, data: &str, login: &str) -> String {
             "--publish-allowed",
             "--data-dir",
             data,
+            "--create",
         ],
     )
     .output()

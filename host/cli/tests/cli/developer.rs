@@ -23,6 +23,10 @@ pub(crate) fn scaffold_target() -> PathBuf {
         .join("scaffold-test")
 }
 
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 /// Asserts the exit code, showing the output when it differs.
 #[track_caller]
 pub(crate) fn exits(out: &Output, code: i32) {
@@ -118,7 +122,15 @@ fn developer_commands_work_against_a_running_host() {
     // Accounts, made by the operator: Ada (may publish, with a dev tenant) and Bob.
     let key = atrium.run(
         here,
-        &["keys", "create", "--org", "acme", "--data-dir", data],
+        &[
+            "keys",
+            "create",
+            "--org",
+            "acme",
+            "--data-dir",
+            data,
+            "--create",
+        ],
         &[],
     );
     exits(&key, 0);
@@ -434,6 +446,8 @@ fn developer_commands_work_against_a_running_host() {
         );
         assert_eq!(status, 200, "{body}");
     }
+    // The promotions installed it in Ada's dev tenant already (on 1.0.0, current again): the
+    // tenant's activation is a re-activation.
     let (status, body) = http(
         "POST",
         &format!("{base}/api/installs/{slug}/activate"),
@@ -442,7 +456,11 @@ fn developer_commands_work_against_a_running_host() {
             &json!({"granted_scopes": ["tasks.read", "tasks.write"], "upgrade_policy": "manual"}),
         ),
     );
-    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        (status, body["version"].as_str()),
+        (200, Some("1.0.0")),
+        "{body}"
+    );
     let out = atrium.run(here, &["upgrade", slug, "--target-version", "9.9.9"], &[]);
     exits(&out, 2);
     let out = atrium.run(
@@ -674,6 +692,7 @@ fn developer_commands_work_against_a_running_host() {
     assert!(!stdout(&out).contains("FAIL"), "{}", stdout(&out));
     let out = atrium.run(&greeter, &["deploy"], &scaffold);
     exits(&out, 0);
+    let first_deploy = stdout(&out);
     assert!(
         stdout(&out).contains("Deployed greeter-app: 0.1.0 is the current version"),
         "{}",
@@ -684,6 +703,74 @@ fn developer_commands_work_against_a_running_host() {
         "{}",
         stdout(&out)
     );
+    // The Rust build is reproducible: the app's crate compiled again gives the same bytes
+    // (with the machine's paths remapped), and deploying them again registers nothing.
+    let build_json = |out: &Output| -> Value { serde_json::from_str(&stdout(out)).unwrap() };
+    let out = atrium.run(&greeter, &["build", "--json"], &scaffold);
+    exits(&out, 0);
+    let first = build_json(&out);
+    let lib = greeter.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, &source).unwrap();
+    let out = atrium.run(&greeter, &["build", "--json"], &scaffold);
+    exits(&out, 0);
+    assert_eq!(build_json(&out)["digest"], first["digest"], "{first}");
+    let out = atrium.run(&greeter, &["deploy", "--skip-build"], &scaffold);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("already registered with the same content"),
+        "{}",
+        stdout(&out)
+    );
+    let wasm = std::fs::read(first["component"].as_str().unwrap()).unwrap();
+    let cargo_home = std::env::var("CARGO_HOME")
+        .unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").unwrap()));
+    let tree = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    for path in [
+        greeter
+            .canonicalize()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
+        cargo_home,
+        tree.join("guest-sdk").to_string_lossy().into_owned(),
+    ] {
+        assert!(
+            !contains(&wasm, path.as_bytes()),
+            "the component names {path}, a path of the build machine"
+        );
+    }
+    // Deploy put it in Ada's dev tenant and printed a call that answers.
+    assert!(
+        first_deploy.contains("Your dev tenant ada-dev")
+            && first_deploy.contains("(installed)")
+            && first_deploy.contains("atrium apps call greeter-app greet '{}'"),
+        "{first_deploy}"
+    );
+    // Deployed again, the dev tenant has it already.
+    assert!(stdout(&out).contains("(current)"), "{}", stdout(&out));
+    let out = atrium.run(here, &["apps", "call", "greeter-app", "greet", "{}"], &[]);
+    exits(&out, 0);
+    assert!(stdout(&out).contains("Hello, world!"), "{}", stdout(&out));
+    let out = atrium.run(
+        here,
+        &["apps", "call", "greeter-app", "greet", r#"{"name": " "}"#],
+        &[],
+    );
+    exits(&out, 2);
+    let out = atrium.run(here, &["apps", "call", "greeter-app", "greet", "[1]"], &[]);
+    exits(&out, 1);
+    // Bob has a dev tenant too (the default one), but not Ada's app.
+    let out = atrium.run(
+        here,
+        &["apps", "call", "greeter-app", "greet", "{}"],
+        &[as_bob[0]],
+    );
+    exits(&out, 2);
+    assert!(stderr(&out).contains("403"), "{}", stderr(&out));
     let (status, body) = http(
         "POST",
         &format!("{base}/api/installs/greeter-app/activate"),
@@ -692,7 +779,7 @@ fn developer_commands_work_against_a_running_host() {
             &json!({"granted_scopes": [], "settings": {"greeting": "Good morning"}, "upgrade_policy": "manual"}),
         ),
     );
-    assert_eq!(status, 201, "{body}");
+    assert_eq!(status, 200, "{body}");
     let (status, body) = http(
         "POST",
         &format!("{base}/api/apps/greeter-app/tools/greet"),
@@ -712,9 +799,28 @@ fn developer_commands_work_against_a_running_host() {
             .replace("{greeting}, {name}!", "{greeting}, dear {name}!"),
     )
     .unwrap();
-    let out = atrium.run(&greeter, &["deploy", "--version", "0.2.0"], &scaffold);
+    let out = atrium.run(
+        &greeter,
+        &["deploy", "--version", "0.2.0", "--json"],
+        &scaffold,
+    );
     exits(&out, 0);
-    // The install's policy is manual: it stays on 0.1.0 until forced to the current version.
+    // The dev tenant follows every promotion, whatever its policy; --json says so on stdout.
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            summary["version"].as_str(),
+            summary["promotion"]["dev_install"]["outcome"].as_str(),
+            summary["registration"]["created"].as_bool()
+        ),
+        (Some("0.2.0"), Some("upgraded"), Some(true)),
+        "{summary}"
+    );
+    assert!(
+        stderr(&out).contains("[5/5] promote 0.2.0"),
+        "{}",
+        stderr(&out)
+    );
     let (status, body) = http(
         "GET",
         &format!("{base}/api/installs/greeter-app"),
@@ -723,7 +829,7 @@ fn developer_commands_work_against_a_running_host() {
     );
     assert_eq!(
         (status, body["version"].as_str()),
-        (200, Some("0.1.0")),
+        (200, Some("0.2.0")),
         "{body}"
     );
     // A tenant id alone is ambiguous across organizations: the tool asks for both.
@@ -744,7 +850,7 @@ fn developer_commands_work_against_a_running_host() {
         &[],
     );
     exits(&out, 0);
-    assert!(stdout(&out).contains("upgraded"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("current"), "{}", stdout(&out));
     let (status, body) = http(
         "POST",
         &format!("{base}/api/apps/greeter-app/tools/greet"),

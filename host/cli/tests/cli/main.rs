@@ -29,9 +29,16 @@ pub(crate) fn command(dir: &Path, args: &[&str]) -> Command {
     command
         .args(args)
         .current_dir(dir)
-        // The tests choose their own store.
-        .env_remove("ATRIUM_DATABASE_URL");
+        // The tests choose their own store, and keep the records of their hosts apart from
+        // the machine's (and from the tests that check how a running host is found).
+        .env_remove("ATRIUM_DATABASE_URL")
+        .env("ATRIUM_STATE_DIR", test_state_dir());
     command
+}
+
+/// The state directory of this test process's hosts.
+pub(crate) fn test_state_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("atrium-test-state-{}", std::process::id()))
 }
 
 pub(crate) fn atrium(dir: &Path, args: &[&str]) -> Output {
@@ -134,7 +141,7 @@ impl Drop for Serve {
 
 /// `atrium keys create` on the store in `data`: the new organization key.
 pub(crate) fn create_key(dir: &Path, data: &str) -> String {
-    let created = atrium(dir, &["keys", "create", "--data-dir", data]);
+    let created = atrium(dir, &["keys", "create", "--data-dir", data, "--create"]);
     stdout(&created).lines().last().unwrap().to_owned()
 }
 
@@ -169,10 +176,16 @@ impl Atrium {
             "ATRIUM_OIDC_AUDIENCE",
             "ATRIUM_PLATFORM_URL",
             "SERVICE_TOKEN",
+            // A developer's shell has none of the test build's SDK environment.
+            "ATRIUM_MANIFEST_VALIDATOR",
+            "ATRIUM_NODE_MODULES",
+            "ATRIUM_PYTHON",
+            "PYTHONPATH",
         ] {
             command.env_remove(name);
         }
         command.env("ATRIUM_CONFIG_DIR", &self.config_dir);
+        command.env("ATRIUM_STATE_DIR", test_state_dir());
         command.envs(env.iter().copied());
         command
     }

@@ -99,7 +99,15 @@ fn developers_sign_in_with_host_and_oidc_tokens_and_lint_asks_the_host() {
     // Accounts, made by the operator before the host runs.
     let org = atrium.run(
         here,
-        &["keys", "create", "--org", "acme", "--data-dir", data],
+        &[
+            "keys",
+            "create",
+            "--org",
+            "acme",
+            "--data-dir",
+            data,
+            "--create",
+        ],
         &[],
     );
     assert_eq!(org.status.code(), Some(0), "{}", stderr(&org));

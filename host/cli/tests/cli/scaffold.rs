@@ -93,7 +93,7 @@ fn init_scaffolds_a_project_that_lints_and_passes_its_tests() {
         .output()
         .unwrap();
     exits(&tested, 0);
-    assert!(stdout(&tested).contains("2 passed"), "{}", stdout(&tested));
+    assert!(stdout(&tested).contains("3 passed"), "{}", stdout(&tested));
 
     // doctor: everything local holds; without a login it fails, naming what to do.
     let out = atrium.run(&project, &["doctor"], &[]);

@@ -43,6 +43,19 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
     assert!(ok.contains(r#""totals""#), "{ok}");
     let denied = http_get(addr, "/v1/usage", None);
     assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
+    // The root says what the host serves; an unknown path is a JSON 404 pointing there.
+    let root = http_get(addr, "/", None);
+    assert!(
+        root.starts_with("HTTP/1.1 200")
+            && root.contains(r#""name":"atrium""#)
+            && root.contains(r#""/v1""#),
+        "{root}"
+    );
+    let nowhere = http_get(addr, "/nowhere", None);
+    assert!(
+        nowhere.starts_with("HTTP/1.1 404") && nowhere.contains("GET / lists"),
+        "{nowhere}"
+    );
 
     // Retrieval is on, with its data under the data directory.
     let created = http(addr, "POST", "/v1/rag/notes", Some(&key), "");
@@ -73,6 +86,13 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
     assert!(
         rest.iter()
             .any(|l| l.contains("/v1/rag/notes/query") && l.contains("status=200")),
+        "{rest:?}"
+    );
+    // Request lines carry the request target, not the error module's.
+    assert!(
+        rest.iter()
+            .filter(|l| l.contains("status=200"))
+            .all(|l| l.contains("atrium::request") && !l.contains("atrium_server::error")),
         "{rest:?}"
     );
     assert!(

@@ -33,7 +33,8 @@ struct Atrium<'a> {
 impl Atrium<'_> {
     fn run(&self, args: &[&str]) -> Output {
         let mut command = command(self.dir, args);
-        command.args(["--data-dir", &self.data]);
+        // The first command of a test makes the store.
+        command.args(["--data-dir", &self.data, "--create"]);
         if let Some(url) = self.database {
             command.env("ATRIUM_DATABASE_URL", url);
         }

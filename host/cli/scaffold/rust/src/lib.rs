@@ -1,6 +1,7 @@
 //! {{name}}: an Atrium app.
 //!
-//! `greet` answers with the install's `greeting` setting. `cargo test` runs the handler
+//! `greet` answers with the install's `greeting` setting (and greets the world when no `name`
+//! is given). `cargo test` runs the handler
 //! natively against the SDK's test client; `atrium deploy` builds the component.
 
 use atrium_sdk::{App, Ctx, Error, ManifestInfo, RegistrationError};
@@ -11,7 +12,12 @@ static MANIFEST: ManifestInfo = atrium_sdk::manifest!("atrium.app.yaml");
 
 #[derive(Deserialize)]
 struct GreetArgs {
+    #[serde(default = "world")]
     name: String,
+}
+
+fn world() -> String {
+    "world".to_owned()
 }
 
 fn greet(ctx: &Ctx<'_>, args: GreetArgs) -> Result<Value, Error> {
@@ -47,6 +53,13 @@ mod tests {
         let client = TestClient::new(app()).unwrap().setting("greeting", json!("Welcome"));
         let result = client.call_tool("greet", json!({"name": "Ada"})).unwrap();
         assert_eq!(result["message"], "Welcome, Ada!");
+    }
+
+    #[test]
+    fn greet_greets_the_world_without_a_name() {
+        let client = TestClient::new(app()).unwrap();
+        let result = client.call_tool("greet", json!({})).unwrap();
+        assert_eq!(result["message"], "Hello, world!");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 // {{name}}: an Atrium app.
 //
-// `greet` answers with the install's `greeting` setting. `npm test` runs the handler on
+// `greet` answers with the install's `greeting` setting (and greets the world when no `name`
+// is given). `npm test` runs the handler on
 // Node.js against the SDK's test client; `atrium deploy` builds the component.
 
 import { App, InvalidInputError, type Ctx } from '@atrium/sdk';
@@ -10,8 +11,9 @@ interface GreetArgs {
 }
 
 async function greet(ctx: Ctx, args: GreetArgs) {
-  if (typeof args.name !== 'string') throw new InvalidInputError('`name` must be a string');
-  const name = args.name.trim();
+  const given = args.name ?? 'world';
+  if (typeof given !== 'string') throw new InvalidInputError('`name` must be a string');
+  const name = given.trim();
   if (name === '') throw new InvalidInputError('`name` is empty');
   const greeting = ctx.config.get('greeting');
   return { message: `${typeof greeting === 'string' ? greeting : 'Hello'}, ${name}!` };

@@ -16,6 +16,10 @@ test('greet says Hello without a greeting', async () => {
   assert.deepEqual(await new TestClient(app).callTool('greet', { name: 'Ada' }), { message: 'Hello, Ada!' });
 });
 
+test('greet greets the world without a name', async () => {
+  assert.deepEqual(await new TestClient(app).callTool('greet', {}), { message: 'Hello, world!' });
+});
+
 test('greet refuses an empty name', async () => {
   await assert.rejects(new TestClient(app).callTool('greet', { name: ' ' }), (e) => e instanceof HandlerError && e.tag === 'invalid-input');
 });
