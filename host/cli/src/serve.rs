@@ -86,6 +86,9 @@ pub fn run(args: &Args) -> ExitCode {
         }
     };
     crate::block_on(true, async {
+        // SIGTERM and SIGINT are caught from here on: one that comes while the host starts
+        // stops it as soon as it serves, after nothing was cut half-way.
+        let shutdown = atrium_server::shutdown_signal();
         let store = match crate::keys::open_store(&args.data_dir).await {
             Ok(store) => store,
             Err(e) => {
@@ -202,7 +205,7 @@ pub fn run(args: &Args) -> ExitCode {
             .with_retrieval(retrieval)
             .with_registry(registry, identity)
             .with_limits(limits);
-        let served = atrium_server::serve(listener, state, atrium_server::shutdown_signal()).await;
+        let served = atrium_server::serve(listener, state, shutdown).await;
         if let Some(demo) = demo {
             demo.abort();
         }

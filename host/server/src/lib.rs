@@ -253,24 +253,38 @@ pub async fn serve(
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    // The handlers are registered now, not at the future's first poll: a signal that comes
+    // before the server polls the future (right after the start, with the cores busy) is then
+    // a graceful stop rather than the default action's kill.
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let (terminate, interrupt) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::terminate()).ok(),
+            signal(SignalKind::interrupt()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
+    async move {
+        #[cfg(unix)]
+        {
+            let wait = |stream: Option<tokio::signal::unix::Signal>| async move {
+                match stream {
+                    Some(mut stream) => {
+                        stream.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = wait(terminate) => {}
+                () = wait(interrupt) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        tracing::info!("shutting down: finishing the requests in flight");
     }
-    tracing::info!("shutting down: finishing the requests in flight");
 }
