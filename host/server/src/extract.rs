@@ -78,7 +78,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// A JSON body whose every field is optional: no body at all (or an empty one) is
+/// A JSON body whose every field is optional: no body (or only white space) is
 /// `T::default()`, as `curl -X POST` without `-d` sends it; anything else is a [`JsonBody`].
 #[derive(Debug, Clone)]
 pub struct OptionalJsonBody<T>(pub T);
@@ -87,15 +87,20 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
-        let headers = request.headers();
-        let empty = match headers.get(CONTENT_LENGTH) {
-            Some(length) => length.as_bytes() == b"0",
-            None => !headers.contains_key(TRANSFER_ENCODING),
-        };
-        if empty {
+        let (parts, body) = request.into_parts();
+        let bytes = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
+            .await
+            .map_err(|e| {
+                if e.into_inner().is::<http_body_util::LengthLimitError>() {
+                    ApiError::too_large(crate::MAX_BODY_BYTES)
+                } else {
+                    ApiError::bad_request("the body could not be read", None)
+                }
+            })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(T::default()));
         }
+        let request = Request::from_parts(parts, axum::body::Body::from(bytes));
         let JsonBody(value) = JsonBody::from_request(request, state).await?;
         Ok(OptionalJsonBody(value))
     }
