@@ -863,10 +863,79 @@ fn developer_commands_work_against_a_running_host() {
         "{body}"
     );
 
+    // Which version is current: back one, forward again, and not to a version never promoted.
+    let out = atrium.run(here, &["apps", "rollback", "greeter-app"], &[]);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("0.1.0 is the current version")
+            && stdout(&out).contains("Your dev tenant ada-dev")
+            && stdout(&out).contains("upgraded"),
+        "{}",
+        stdout(&out)
+    );
+    let out = atrium.run(here, &["apps", "call", "greeter-app", "greet", "{}"], &[]);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("Good morning, world!"),
+        "{}",
+        stdout(&out)
+    );
+    let out = atrium.run(
+        here,
+        &["apps", "promote", "greeter-app", "0.2.0", "--json"],
+        &[],
+    );
+    exits(&out, 0);
+    let promoted: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(promoted["app"]["current_version"], "0.2.0", "{promoted}");
+    let out = atrium.run(
+        here,
+        &["apps", "rollback", "greeter-app", "--to", "9.9.9"],
+        &[],
+    );
+    exits(&out, 2);
+    let out = atrium.run(&greeter, &["doctor", "--json"], &scaffold);
+    exits(&out, 0);
+    let doctor: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            doctor["passed"].as_bool(),
+            doctor["checks"].as_array().map(Vec::len)
+        ),
+        (Some(true), Some(5)),
+        "{doctor}"
+    );
+    // lint asks the platform named by --platform; one that does not answer is exit 2, named.
+    let out = atrium.run(&greeter, &["lint", "--platform", &base], &[]);
+    exits(&out, 0);
+    let out = atrium.run(
+        &greeter,
+        &["lint", "--platform", &dead],
+        &[("SERVICE_TOKEN", ada.as_str())],
+    );
+    exits(&out, 2);
+    assert!(
+        stderr(&out).contains("nothing answers there")
+            && !stderr(&out).contains("error sending request"),
+        "{}",
+        stderr(&out)
+    );
+    let out = atrium.run(here, &["completions", "bash"], &[]);
+    exits(&out, 0);
+    assert!(stdout(&out).contains("_atrium"), "{}", stdout(&out));
+
     // The same loop for a Python and a TypeScript project.
     for lang in ["python", "typescript"] {
         crate::sdks::deploy_install_and_call(&atrium, here, &base, &admin, lang);
     }
+
+    // Archived, an app keeps its versions and says so.
+    let out = atrium.run(here, &["apps", "archive", slug], &[]);
+    exits(&out, 0);
+    let out = atrium.run(here, &["apps", "show", slug, "--json"], &[]);
+    exits(&out, 0);
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["status"], "archived", "{shown}");
 
     // Logout removes the token only; the platform address stays.
     let out = atrium.run(here, &["logout"], &[]);
