@@ -149,18 +149,7 @@ pub fn run(args: &Args) -> ExitCode {
             AppsCommand::Show { slug, json } => {
                 check_slug(slug)?;
                 let client = Client::configured(&args.target)?;
-                let mut detail: AppDetailView = client
-                    .call(
-                        reqwest::Method::GET,
-                        &format!("/api/dev/apps/{slug}"),
-                        None::<&()>,
-                    )
-                    .await?;
-                if detail.versions_next_cursor.take().is_some() {
-                    detail.versions = client
-                        .all(&format!("/api/dev/apps/{slug}/versions"))
-                        .await?;
-                }
+                let detail = app_detail(&client, slug).await?;
                 if *json {
                     return print_json(&detail);
                 }
@@ -219,21 +208,7 @@ pub fn run(args: &Args) -> ExitCode {
                 let client = Client::configured(&args.target)?;
                 let target = match to {
                     Some(version) => version.clone(),
-                    None => {
-                        let mut detail: AppDetailView = client
-                            .call(
-                                reqwest::Method::GET,
-                                &format!("/api/dev/apps/{slug}"),
-                                None::<&()>,
-                            )
-                            .await?;
-                        if detail.versions_next_cursor.take().is_some() {
-                            detail.versions = client
-                                .all(&format!("/api/dev/apps/{slug}/versions"))
-                                .await?;
-                        }
-                        previous_version(&detail)?
-                    }
+                    None => previous_version(&app_detail(&client, slug).await?)?,
                 };
                 promote(&client, slug, &target, *json).await
             }
@@ -281,6 +256,23 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     })
+}
+
+/// The app with every one of its versions (the first page, then the rest).
+async fn app_detail(client: &Client, slug: &str) -> Result<AppDetailView, Failure> {
+    let mut detail: AppDetailView = client
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/dev/apps/{slug}"),
+            None::<&()>,
+        )
+        .await?;
+    if detail.versions_next_cursor.take().is_some() {
+        detail.versions = client
+            .all(&format!("/api/dev/apps/{slug}/versions"))
+            .await?;
+    }
+    Ok(detail)
 }
 
 /// `apps promote`, `rollback`: makes `version` current and reports what followed.

@@ -148,16 +148,9 @@ fn describe(d: &Developer) -> String {
 /// Runs `atrium developers`.
 pub fn run(args: &Args) -> ExitCode {
     crate::block_on(false, async {
-        let chosen = match args.store.choose() {
-            Ok(chosen) => chosen,
-            Err(message) => {
-                eprintln!("error: {message}");
-                return ExitCode::from(1);
-            }
-        };
-        let store = match chosen.open().await {
-            Ok(store) => store,
-            Err(e) => return exit_for(&e),
+        let (store, chosen) = match args.store.open().await {
+            Ok(opened) => opened,
+            Err(code) => return code,
         };
         let code = command(args, &store, &chosen.data_dir)
             .await

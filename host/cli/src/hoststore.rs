@@ -55,6 +55,22 @@ const DATABASE: &str = "atrium.db";
 const DEFAULT_DATA_DIR: &str = ".atrium";
 
 impl StoreArgs {
+    /// Chooses the store and opens it; a failure is printed and answered with its exit code
+    /// (1 when no store was found, 2 when the one found cannot be opened).
+    pub async fn open(&self) -> Result<(Store, Chosen), std::process::ExitCode> {
+        let chosen = self.choose().map_err(|message| {
+            eprintln!("error: {message}");
+            std::process::ExitCode::from(1)
+        })?;
+        match chosen.open().await {
+            Ok(store) => Ok((store, chosen)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                Err(std::process::ExitCode::from(2))
+            }
+        }
+    }
+
     /// Chooses the store (see the module docs) and says which on standard error.
     pub fn choose(&self) -> Result<Chosen, String> {
         let chosen = self.find()?;

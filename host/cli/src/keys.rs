@@ -69,15 +69,9 @@ fn time(ms: i64) -> String {
 /// Runs `atrium keys`.
 pub fn run(args: &Args) -> ExitCode {
     crate::block_on(false, async {
-        let store = match args.store.choose() {
-            Ok(chosen) => match chosen.open().await {
-                Ok(store) => store,
-                Err(e) => return exit_for(&e),
-            },
-            Err(message) => {
-                eprintln!("error: {message}");
-                return ExitCode::from(1);
-            }
+        let store = match args.store.open().await {
+            Ok((store, _)) => store,
+            Err(code) => return code,
         };
         let code = match &args.command {
             KeysCommand::Create { name, org } => match store.create_key(org, name).await {

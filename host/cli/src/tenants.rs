@@ -120,15 +120,9 @@ fn describe(t: &TenantToken) -> String {
 /// Runs `atrium tenants`.
 pub fn run(args: &Args) -> ExitCode {
     crate::block_on(false, async {
-        let store = match args.store.choose() {
-            Ok(chosen) => match chosen.open().await {
-                Ok(store) => store,
-                Err(e) => return exit_for(&e),
-            },
-            Err(message) => {
-                eprintln!("error: {message}");
-                return ExitCode::from(1);
-            }
+        let store = match args.store.open().await {
+            Ok((store, _)) => store,
+            Err(code) => return code,
         };
         let TenantsCommand::Tokens(command) = &args.command;
         let code = tokens(command, &store).await.unwrap_or_else(|code| code);

@@ -96,26 +96,13 @@ impl Store {
 
     /// Creates a key for organization `org_name` (created when new).
     pub async fn create_key(&self, org_name: &str, name: &str) -> Result<CreatedKey> {
-        check_name("the organization name", org_name)?;
         check_name("the key name", name)?;
+        let org_id = self.ensure_organization(org_name).await?;
         let now = now_millis();
-        let new_org_id = format!("org_{}", random_hex(8)?);
         let id = format!("key_{}", random_hex(8)?);
         let secret = format!("{KEY_PREFIX}{}", random_hex(32)?);
         let prefix: String = secret.chars().take(KEY_PREFIX.len() + 8).collect();
-        let org_id: String = on_pool!(self, pool => {
-            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
-            sqlx::query("INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
-                .bind(&new_org_id)
-                .bind(org_name)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            let org_id: String = sqlx::query("SELECT id FROM organizations WHERE name = $1")
-                .bind(org_name)
-                .fetch_one(&mut *tx)
-                .await?
-                .try_get("id")?;
+        on_pool!(self, pool => {
             sqlx::query(
                 "INSERT INTO api_keys (id, org_id, name, prefix, secret_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
             )
@@ -125,10 +112,8 @@ impl Store {
             .bind(&prefix)
             .bind(digest(&secret))
             .bind(now)
-            .execute(&mut *tx)
+            .execute(pool)
             .await?;
-            tx.commit().await?;
-            org_id
         });
         Ok(CreatedKey {
             id,

@@ -9,7 +9,19 @@ use super::{Body, Host, code, manifest, slug};
 use crate::{stores, unique};
 
 async fn publish(host: &Host, dev: &str, app: &str, version: &str, scopes: &str) {
-    let text = manifest(app, version, &format!("required_scopes: [{scopes}]\n"));
+    publish_with(
+        host,
+        dev,
+        app,
+        version,
+        &format!("required_scopes: [{scopes}]\n"),
+    )
+    .await;
+}
+
+/// Registers and promotes `version` of `app` with `extra` manifest lines.
+async fn publish_with(host: &Host, dev: &str, app: &str, version: &str, extra: &str) {
+    let text = manifest(app, version, extra);
     let (status, body) = host
         .register(app, dev, &[("manifest", None, text.as_bytes())])
         .await;
@@ -225,19 +237,7 @@ async fn publish_settings(
     version: &str,
     settings: &[(&str, bool, Option<&str>)],
 ) {
-    let text = manifest(app, version, &settings_yaml(settings));
-    let (status, body) = host
-        .register(app, dev, &[("manifest", None, text.as_bytes())])
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, body) = host
-        .post(
-            &format!("/api/dev/apps/{app}/versions/{version}/promote"),
-            dev,
-            Body::None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    publish_with(host, dev, app, version, &settings_yaml(settings)).await;
 }
 
 /// A version with a new required setting the install has no value for does not move it: it
