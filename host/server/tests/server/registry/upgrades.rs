@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{Body, Host, code, manifest, slug};
 use crate::{stores, unique};
 
-async fn publish(host: &Host, dev: &str, app: &str, version: &str, scopes: &str) {
+async fn publish(host: &Host, dev: &str, app: &str, version: &str, scopes: &str) -> Value {
     publish_with(
         host,
         dev,
@@ -16,11 +16,12 @@ async fn publish(host: &Host, dev: &str, app: &str, version: &str, scopes: &str)
         version,
         &format!("required_scopes: [{scopes}]\n"),
     )
-    .await;
+    .await
 }
 
-/// Registers and promotes `version` of `app` with `extra` manifest lines.
-async fn publish_with(host: &Host, dev: &str, app: &str, version: &str, extra: &str) {
+/// Registers and promotes `version` of `app` with `extra` manifest lines: the promotion's
+/// answer.
+async fn publish_with(host: &Host, dev: &str, app: &str, version: &str, extra: &str) -> Value {
     let text = manifest(app, version, extra);
     let (status, body) = host
         .register(app, dev, &[("manifest", None, text.as_bytes())])
@@ -34,6 +35,7 @@ async fn publish_with(host: &Host, dev: &str, app: &str, version: &str, extra: &
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    body
 }
 
 async fn install(host: &Host, app: &str, token: &str) -> Value {
@@ -52,7 +54,17 @@ async fn installs_upgrade_by_policy_consent_or_force() {
             .await;
         let (_, other_dev) = host.sign_up("bob", true).await;
         let app = slug("notes");
-        publish(&host, &dev, &app, "1.0.0", "tasks.read").await;
+        let promoted = publish(&host, &dev, &app, "1.0.0", "tasks.read").await;
+        // The promotion put the version in the developer's dev tenant, scopes granted.
+        assert_eq!(
+            (
+                promoted["dev_install"]["tenant"].as_str(),
+                promoted["dev_install"]["outcome"].as_str(),
+                promoted["dev_install"]["version"].as_str()
+            ),
+            (Some("devbox"), Some("installed"), Some("1.0.0")),
+            "{promoted}"
+        );
 
         // Another organization has a tenant of the same id: naming `manual` of acme must not
         // reach it.
@@ -236,8 +248,8 @@ async fn publish_settings(
     app: &str,
     version: &str,
     settings: &[(&str, bool, Option<&str>)],
-) {
-    publish_with(host, dev, app, version, &settings_yaml(settings)).await;
+) -> Value {
+    publish_with(host, dev, app, version, &settings_yaml(settings)).await
 }
 
 /// A version with a new required setting the install has no value for does not move it: it
@@ -285,8 +297,9 @@ async fn a_new_required_setting_holds_an_upgrade_until_the_tenant_gives_it() {
         assert_eq!(body["settings"], json!({"greeting": "Hello"}), "{body}");
         assert_eq!(body["upgrade_policy"], "manual", "{body}");
 
-        // 1.1.0 needs a signature: the auto install waits and says for what.
-        publish_settings(
+        // 1.1.0 needs a signature: the auto install waits and says for what, in the
+        // promotion's answer too (this developer has no dev tenant).
+        let promoted = publish_settings(
             &host,
             &dev,
             &app,
@@ -297,6 +310,16 @@ async fn a_new_required_setting_holds_an_upgrade_until_the_tenant_gives_it() {
             ],
         )
         .await;
+        assert!(promoted["dev_install"].is_null(), "{promoted}");
+        assert_eq!(
+            (
+                promoted["installs"][0]["tenant"].as_str(),
+                promoted["installs"][0]["outcome"].as_str(),
+                promoted["installs"][0]["missing_settings"].clone()
+            ),
+            (Some("auto"), Some("pending_settings"), json!(["signature"])),
+            "{promoted}"
+        );
         let waiting = install(&host, &app, auto).await;
         assert_eq!(waiting["version"], "1.0.0", "{waiting}");
         assert_eq!(waiting["pending_version"], "1.1.0", "{waiting}");
