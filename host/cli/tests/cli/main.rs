@@ -15,6 +15,7 @@ mod scaffold;
 mod sdks;
 mod serve;
 mod tenants;
+mod walk;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
