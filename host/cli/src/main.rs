@@ -246,4 +246,175 @@ mod tests {
     fn the_command_line_is_consistent() {
         <super::Cli as clap::CommandFactory>::command().debug_assert();
     }
+
+    /// The documents whose shell examples name `atrium` commands.
+    const DOCS: &[(&str, &str)] = &[
+        ("README.md", include_str!("../../../README.md")),
+        ("docs/cli.md", include_str!("../../../docs/cli.md")),
+        ("docs/sdk.md", include_str!("../../../docs/sdk.md")),
+        (
+            "docs/platform.md",
+            include_str!("../../../docs/platform.md"),
+        ),
+        ("docs/api.md", include_str!("../../../docs/api.md")),
+    ];
+
+    /// The command lines of a document's ```sh blocks: continuation lines joined, comments
+    /// dropped, split at `&&`, `;` and `|`.
+    fn shell_commands(doc: &str) -> Vec<String> {
+        let mut commands = Vec::new();
+        let mut inside = false;
+        let mut pending = String::new();
+        for line in doc.lines() {
+            let trimmed = line.trim();
+            if trimmed.starts_with("```") {
+                inside = trimmed == "```sh" && !inside;
+                continue;
+            }
+            if !inside {
+                continue;
+            }
+            let code = trimmed
+                .split(" #")
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("$ ");
+            if let Some(head) = code.strip_suffix('\\') {
+                pending.push_str(head);
+                pending.push(' ');
+                continue;
+            }
+            pending.push_str(code);
+            for part in pending
+                .split("&&")
+                .flat_map(|p| p.split(';'))
+                .flat_map(|p| p.split('|'))
+            {
+                let part = part.trim();
+                if !part.is_empty() && !part.starts_with('#') {
+                    commands.push(part.to_owned());
+                }
+            }
+            pending.clear();
+        }
+        commands
+    }
+
+    /// The inline code spans of a document that are `atrium` command lines (`atrium init
+    /// <slug>`), with the usage notation undone: `[--flag V]` is the flag given, `a|b` is `a`.
+    fn inline_commands(doc: &str) -> Vec<String> {
+        doc.split('`')
+            .skip(1)
+            .step_by(2)
+            // A span with an escape is a string (`atrium public route\0`), not a command.
+            .filter(|span| span.starts_with("atrium ") && !span.contains(['\n', '\\']))
+            // `atrium <command>: ...` is the shape of a message, not a command.
+            .filter(|span| !span["atrium ".len()..].starts_with('<'))
+            .map(|span| {
+                span.replace(['[', ']'], "")
+                    .split_whitespace()
+                    .map(|w| w.split('|').next().unwrap_or(w))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    }
+
+    /// A command line's words, with single and double quotes (no other shell syntax).
+    fn words(line: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let mut quote = None;
+        let mut started = false;
+        for c in line.chars() {
+            match (quote, c) {
+                (None, '\'' | '"') => {
+                    quote = Some(c);
+                    started = true;
+                }
+                (Some(q), c) if c == q => quote = None,
+                (None, c) if c.is_whitespace() => {
+                    if started {
+                        words.push(std::mem::take(&mut word));
+                        started = false;
+                    }
+                }
+                (_, c) => {
+                    word.push(c);
+                    started = true;
+                }
+            }
+        }
+        if started {
+            words.push(word);
+        }
+        words
+    }
+
+    /// Every `atrium ...` (and `cargo run -- ...`) in the documents' shell examples is a
+    /// command line this `atrium` takes: the documents cannot name a command or flag that does
+    /// not exist (placeholders like `<slug>` stand for any value).
+    #[test]
+    fn every_documented_command_line_parses() {
+        use clap::Parser as _;
+        let mut checked = 0;
+        for (name, doc) in DOCS {
+            let examples = shell_commands(doc).into_iter().map(|l| (l, true));
+            for (line, complete) in
+                examples.chain(inline_commands(doc).into_iter().map(|l| (l, false)))
+            {
+                // Placeholders (`<developer token>`) stand for one value; redirections go.
+                let placeholders = line.contains('<') || line.contains("...");
+                let mut line = line;
+                while let Some(open) = line.find('<') {
+                    let Some(close) = line[open..].find('>') else {
+                        break;
+                    };
+                    line.replace_range(open..open + close + 1, "x");
+                }
+                let command = line.split(" > ").next().unwrap_or("").to_owned();
+                let words = words(&command);
+                let args: Vec<String> = match words.first().map(String::as_str) {
+                    Some("atrium") => words[1..].to_vec(),
+                    Some("cargo") if words.get(1).map(String::as_str) == Some("run") => {
+                        match words.iter().position(|w| w == "--") {
+                            Some(at) => words[at + 1..].to_vec(),
+                            None => continue,
+                        }
+                    }
+                    _ => continue,
+                };
+                let args: Vec<String> = args
+                    .into_iter()
+                    .map(|w| if w.contains("...") { "x".to_owned() } else { w })
+                    .collect();
+                if let Err(e) =
+                    super::Cli::try_parse_from(std::iter::once("atrium".to_owned()).chain(args))
+                {
+                    use clap::error::ErrorKind as K;
+                    // A placeholder is any value: one the parser checks may not be `x`.
+                    let placeholder_value =
+                        placeholders && matches!(e.kind(), K::InvalidValue | K::ValueValidation);
+                    // Prose names a command with only the flag it is about.
+                    let fragment = !complete
+                        && matches!(
+                            e.kind(),
+                            K::MissingRequiredArgument
+                                | K::DisplayHelpOnMissingArgumentOrSubcommand
+                        );
+                    assert!(
+                        placeholder_value
+                            || fragment
+                            || matches!(e.kind(), K::DisplayHelp | K::DisplayVersion),
+                        "{name}: `{line}` is not a command line of atrium: {e}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(
+            checked >= 20,
+            "only {checked} documented command lines were found"
+        );
+    }
 }

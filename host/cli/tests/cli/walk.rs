@@ -106,8 +106,8 @@ fn version_two(project: &Path) {
 }
 
 fn component_of(out: &Output) -> (String, String) {
-    let built: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", stdout(out)));
+    let built: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)));
     (
         built["component"].as_str().unwrap().to_owned(),
         built["digest"].as_str().unwrap().to_owned(),
@@ -137,7 +137,10 @@ fn dev_serves_its_pages(project: &Path, component: &str, env: &[(&str, &str)]) {
     let _dev = crate::KillOnDrop(child);
     let (mut bundle, mut shell) = (None, None);
     while bundle.is_none() || shell.is_none() {
-        let line = lines.next().expect("atrium dev prints its addresses").unwrap();
+        let line = lines
+            .next()
+            .expect("atrium dev prints its addresses")
+            .unwrap();
         if let Some(rest) = line.strip_prefix("Bundle:") {
             bundle = rest.split_whitespace().next().map(str::to_owned);
         } else if let Some(rest) = line.strip_prefix("Parent shell:") {
@@ -194,13 +197,19 @@ fn walk(atrium: &Atrium, here: &Path, base: &str, org_key: &str, lang: &'static 
                 c
             }
         };
-        for name in ["ATRIUM_MANIFEST_VALIDATOR", "PYTHONPATH", "ATRIUM_NODE_MODULES"] {
+        for name in [
+            "ATRIUM_MANIFEST_VALIDATOR",
+            "PYTHONPATH",
+            "ATRIUM_NODE_MODULES",
+        ] {
             command.env_remove(name);
         }
         command.current_dir(&project).output().unwrap()
     });
     exits(&tested, 0);
-    let out = times.step("lint", || atrium.run(&project, &["lint", "--offline"], &env));
+    let out = times.step("lint", || {
+        atrium.run(&project, &["lint", "--offline"], &env)
+    });
     exits(&out, 0);
 
     let out = times.step("build", || atrium.run(&project, &["build", "--json"], &env));
@@ -210,7 +219,11 @@ fn walk(atrium: &Atrium, here: &Path, base: &str, org_key: &str, lang: &'static 
         atrium.run(&project, &["build", "--json"], &env)
     });
     exits(&out, 0);
-    assert_eq!(component_of(&out).1, digest, "{lang}: the same sources, other bytes");
+    assert_eq!(
+        component_of(&out).1,
+        digest,
+        "{lang}: the same sources, other bytes"
+    );
 
     times.step("dev serves its pages", || {
         dev_serves_its_pages(&project, &component, &env);
@@ -232,7 +245,11 @@ fn walk(atrium: &Atrium, here: &Path, base: &str, org_key: &str, lang: &'static 
         stdout(&out).lines().last().unwrap().to_owned()
     };
     let out = times.step("login", || {
-        atrium.run(&project, &["login", "--platform", base, "--token", &token], &[])
+        atrium.run(
+            &project,
+            &["login", "--platform", base, "--token", &token],
+            &[],
+        )
     });
     exits(&out, 0);
 
@@ -263,7 +280,11 @@ fn walk(atrium: &Atrium, here: &Path, base: &str, org_key: &str, lang: &'static 
         atrium.run(&project, &["apps", "call", app, tool, arguments], &[])
     });
     exits(&out, 0);
-    assert!(stdout(&out).contains("Hello, world!"), "{lang}: {}", stdout(&out));
+    assert!(
+        stdout(&out).contains("Hello, world!"),
+        "{lang}: {}",
+        stdout(&out)
+    );
     times.first_call = Some(times.started.elapsed());
 
     // 0.2.0: a new scope, a new required setting, a tool that fails.
@@ -320,7 +341,15 @@ fn a_newcomer_walks_the_loop_in_every_language() {
     // tenant, `walker-dev` of `developers`).
     let key = atrium.run(
         here,
-        &["keys", "create", "--org", "developers", "--data-dir", data, "--create"],
+        &[
+            "keys",
+            "create",
+            "--org",
+            "developers",
+            "--data-dir",
+            data,
+            "--create",
+        ],
         &[],
     );
     exits(&key, 0);
@@ -344,7 +373,14 @@ fn a_newcomer_walks_the_loop_in_every_language() {
     assert!(stdout(&out).contains("walker-dev"), "{}", stdout(&out));
     let host = Serve::spawn(atrium.command(
         here,
-        &["serve", "--addr", "127.0.0.1:0", "--data-dir", data, "--no-demo"],
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--data-dir",
+            data,
+            "--no-demo",
+        ],
         &[],
     ));
     let base = format!("http://{}", host.addr);
