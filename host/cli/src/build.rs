@@ -148,7 +148,7 @@ pub fn build(dir: &Path, lang: Lang, force: bool) -> Result<Built, Failure> {
                     atrium_runtime::build_inputs::read(&bytes).as_deref() == Some(inputs.as_str())
                 });
             if !unchanged {
-                sdk_build(dir, tool.command, &out)?;
+                sdk_build(&tool, dir, &out)?;
                 record_inputs(&out, &inputs)?;
             }
             (out, Some(inputs), !unchanged)
@@ -205,30 +205,30 @@ pub fn last_built(dir: &Path, lang: Lang) -> Result<PathBuf, Failure> {
     }
 }
 
-/// An SDK's build tool for a project: the command, to which `--print-toolchain` or the build's
-/// arguments are added.
+/// An SDK's build tool for a project: a program and its first arguments, to which
+/// `--print-toolchain` or the build's arguments are added.
 struct SdkTool {
-    command: Command,
+    program: std::ffi::OsString,
+    args: Vec<std::ffi::OsString>,
     /// What runs it, for messages.
-    program: String,
+    label: String,
 }
 
 impl SdkTool {
+    /// A command that runs the tool in `dir`.
+    fn command(&self, dir: &Path) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args).current_dir(dir);
+        command
+    }
+
     /// The tool's `--print-toolchain` answer (one JSON line).
     fn toolchain(&self, dir: &Path) -> Result<String, Failure> {
-        let mut probe = Command::new(self.command.get_program());
-        probe
-            .args(self.command.get_args())
+        let out = self
+            .command(dir)
             .arg("--print-toolchain")
-            .current_dir(dir);
-        for (key, value) in self.command.get_envs() {
-            if let Some(value) = value {
-                probe.env(key, value);
-            }
-        }
-        let out = probe
             .output()
-            .map_err(|e| Failure::BadInput(format!("cannot run {} ({e})", self.program)))?;
+            .map_err(|e| Failure::BadInput(format!("cannot run {} ({e})", self.label)))?;
         let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         if !out.status.success() || !text.starts_with('{') {
             let why = String::from_utf8_lossy(&out.stderr);
@@ -240,7 +240,7 @@ impl SdkTool {
                 .trim();
             return Err(Failure::BadInput(format!(
                 "{} cannot build this project: {}",
-                self.program,
+                self.label,
                 if why.is_empty() {
                     "it does not know --print-toolchain (an older SDK?)"
                 } else {
@@ -303,11 +303,10 @@ fn python_build(dir: &Path) -> Result<SdkTool, Failure> {
             crate::init::PYTHON_SETUP
         )));
     }
-    let mut command = Command::new(python);
-    command.args(["-m", "atrium_sdk", "build"]);
     Ok(SdkTool {
-        command,
-        program: format!("{program} -m atrium_sdk build"),
+        label: format!("{program} -m atrium_sdk build"),
+        program: python,
+        args: ["-m", "atrium_sdk", "build"].map(Into::into).to_vec(),
     })
 }
 
@@ -321,22 +320,21 @@ fn typescript_build(dir: &Path) -> Result<SdkTool, Failure> {
             dir.display()
         )));
     }
-    let mut command = Command::new("node");
-    command.arg(bin);
     Ok(SdkTool {
-        command,
-        program: "atrium-sdk-build".to_owned(),
+        program: "node".into(),
+        args: vec![bin.into_os_string()],
+        label: "atrium-sdk-build".to_owned(),
     })
 }
 
 /// Runs an SDK's build command for the project in `dir`, writing `out`.
-fn sdk_build(dir: &Path, mut command: Command, out: &Path) -> Result<(), Failure> {
-    let status = command
+fn sdk_build(tool: &SdkTool, dir: &Path, out: &Path) -> Result<(), Failure> {
+    let status = tool
+        .command(dir)
         .arg("--project")
         .arg(dir)
         .arg("--out")
         .arg(out)
-        .current_dir(dir)
         // The tool's messages (and the path it prints) go to standard error: standard output
         // is this tool's own (`--json`).
         .stdout(Stdio::from(std::io::stderr()))

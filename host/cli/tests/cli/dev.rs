@@ -50,6 +50,49 @@ window.addEventListener("message", (event) => {
 window.parent.postMessage({ type: "atrium:ready" }, "*");
 "#;
 
+/// `atrium dev --no-open` on free ports for the project in `dir`, serving `component` as it
+/// is: the process (killed when dropped), the bundle's address and the parent shell's. The
+/// rest of its output is read and dropped, so the pipe never fills.
+pub(crate) fn start(
+    dir: &std::path::Path,
+    component: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (crate::KillOnDrop, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_atrium"))
+        .args([
+            "dev",
+            "--no-open",
+            "--bundle-port",
+            "0",
+            "--parent-port",
+            "0",
+            "--component",
+        ])
+        .arg(component)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let dev = crate::KillOnDrop(child);
+    let (mut bundle, mut shell) = (None, None);
+    while bundle.is_none() || shell.is_none() {
+        let line = lines
+            .next()
+            .expect("atrium dev prints its addresses")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("Bundle:") {
+            bundle = rest.split_whitespace().next().map(str::to_owned);
+        } else if let Some(rest) = line.strip_prefix("Parent shell:") {
+            shell = Some(rest.trim().to_owned());
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    (dev, bundle.unwrap_or_default(), shell.unwrap_or_default())
+}
+
 const SCRIPT: &str = r##"const { chromium } = require(process.env.PLAYWRIGHT);
 const fs = require("fs");
 (async () => {
@@ -130,34 +173,7 @@ fn dev_runs_the_bundle_and_the_component_in_a_parent_shell() {
         stderr(&out)
     );
 
-    let mut dev = Command::new(env!("CARGO_BIN_EXE_atrium"))
-        .args([
-            "dev",
-            "--no-open",
-            "--bundle-port",
-            "0",
-            "--parent-port",
-            "0",
-            "--component",
-        ])
-        .arg(atrium_test_artifacts::PROBE)
-        .current_dir(&project)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(dev.stdout.take().unwrap()).lines();
-    let mut dev = crate::KillOnDrop(dev);
-    let shell = loop {
-        let line = lines
-            .next()
-            .expect("atrium dev prints its addresses")
-            .unwrap();
-        if let Some(url) = line.strip_prefix("Parent shell:") {
-            break url.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
+    let (mut dev, _bundle, shell) = start(&project, atrium_test_artifacts::PROBE.as_ref(), &[]);
     let index = project.join("web/index.html");
     let out = atrium_test_artifacts::browser::run_script(
         dir.path(),

@@ -8,9 +8,8 @@
 //! Each step's time is printed (`--nocapture` shows them; docs/benchmarks.md has a run's
 //! figures): they are measured here, never asserted.
 
-use std::io::BufRead as _;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -116,38 +115,8 @@ fn component_of(out: &Output) -> (String, String) {
 
 /// `atrium dev` serves the parent shell and the bundle; both pages answer.
 fn dev_serves_its_pages(project: &Path, component: &str, env: &[(&str, &str)]) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_atrium"));
-    command
-        .args([
-            "dev",
-            "--no-open",
-            "--bundle-port",
-            "0",
-            "--parent-port",
-            "0",
-            "--component",
-            component,
-        ])
-        .current_dir(project)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = command.spawn().unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let _dev = crate::KillOnDrop(child);
-    let (mut bundle, mut shell) = (None, None);
-    while bundle.is_none() || shell.is_none() {
-        let line = lines
-            .next()
-            .expect("atrium dev prints its addresses")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("Bundle:") {
-            bundle = rest.split_whitespace().next().map(str::to_owned);
-        } else if let Some(rest) = line.strip_prefix("Parent shell:") {
-            shell = Some(rest.trim().to_owned());
-        }
-    }
-    for url in [bundle.unwrap(), shell.unwrap()] {
+    let (_dev, bundle, shell) = crate::dev::start(project, component.as_ref(), env);
+    for url in [bundle, shell] {
         let addr = url.trim_start_matches("http://").trim_end_matches('/');
         let page = crate::serve::http(addr, "GET", "/", None, "");
         assert!(

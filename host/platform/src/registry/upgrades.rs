@@ -7,6 +7,7 @@
 //! waits: nobody but the tenant can give it a value). An install that moves takes the new
 //! version's settings checked as activation checks them: new ones at their defaults.
 
+use atrium_manifest::{AutoDefault, SettingType};
 use atrium_store::{Developer, Install, InstallValueKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -333,17 +334,29 @@ impl Registry {
             .filter(|s| !install.granted_scopes.contains(s))
             .cloned()
             .collect();
-        let key = install.key();
-        let sealed_keys = self
-            .inner
-            .store
-            .install_secret_keys(&key, InstallValueKind::Setting)
-            .await?;
+        // A promotion checks every auto install: the reads the check may need are made only
+        // when the target's settings need them (a secret setting, a mail address default).
+        let settings = &manifest.install_settings;
+        let sealed_keys = if settings.iter().any(|s| s.kind == SettingType::Secret) {
+            self.inner
+                .store
+                .install_secret_keys(&install.key(), InstallValueKind::Setting)
+                .await?
+        } else {
+            Vec::new()
+        };
         let actor = Actor {
             tenant: install.tenant(),
             user_id: install.activated_by.clone(),
         };
-        let integrations = self.integrations(&actor.tenant).await?;
+        let integrations = if settings
+            .iter()
+            .any(|s| s.auto_default == Some(AutoDefault::MailPrimaryEmail))
+        {
+            self.integrations(&actor.tenant).await?
+        } else {
+            Map::new()
+        };
         let checked = self.check_settings(
             &actor,
             &install.app_slug,
