@@ -771,6 +771,14 @@ fn developer_commands_work_against_a_running_host() {
     );
     exits(&out, 2);
     assert!(stderr(&out).contains("403"), "{}", stderr(&out));
+    // A tenant's token is no developer's: the dev tenant's own admin cannot call through it.
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/dev/apps/greeter-app/tools/greet"),
+        &admin,
+        None,
+    );
+    assert_eq!(status, 401, "{body}");
     let (status, body) = http(
         "POST",
         &format!("{base}/api/installs/greeter-app/activate"),
