@@ -208,10 +208,44 @@ def componentize_command(wit: Path, staging: Path, project: Path, out: Path) -> 
     for rename in RENAMES:
         command += ["--import-interface-name", rename]
     command += ["componentize", ENTRY_MODULE]
-    for path in (staging, project, PACKAGE_DIR.parent):
+    paths = [staging, project, PACKAGE_DIR.parent]
+    if not _in_virtual_env():
+        paths += [Path(p) for p in _site_packages() if Path(p).is_dir()]
+    for path in paths:
         command += ["-p", str(path)]
     command += ["-o", str(out)]
     return command
+
+
+def _in_virtual_env() -> bool:
+    return sys.prefix != sys.base_prefix
+
+
+def _site_packages() -> list[str]:
+    """This interpreter's site-packages directories."""
+    import site
+
+    found = list(site.getsitepackages())
+    user = site.getusersitepackages()
+    if isinstance(user, str):
+        found.insert(0, user)
+    return found
+
+
+def componentize_env(staging: Path) -> dict[str, str]:
+    """componentize-py's environment. It bundles the packages of `$VIRTUAL_ENV`, and without it
+    those of `pipenv --venv` or of whichever `python3` comes first on `PATH`: the machine's
+    global packages, which the app must not pick up. So `VIRTUAL_ENV` names this interpreter's
+    environment, or, for an interpreter outside one, an empty environment in the staging
+    directory (its site-packages are then named with `-p`, see `componentize_command`)."""
+    env = dict(os.environ)
+    if _in_virtual_env():
+        env["VIRTUAL_ENV"] = sys.prefix
+    else:
+        empty = staging / ".no-venv"
+        (empty / "lib" / "site-packages").mkdir(parents=True, exist_ok=True)
+        env["VIRTUAL_ENV"] = str(empty)
+    return env
 
 
 def build(
@@ -247,7 +281,9 @@ def build(
         _stage(staging, entry, manifest_name, text, normalised)
         command = componentize_command(wit_dir, staging, project, out)
         started = time.monotonic()
-        done = subprocess.run(command, capture_output=True, text=True, cwd=project)
+        done = subprocess.run(
+            command, capture_output=True, text=True, cwd=project, env=componentize_env(staging)
+        )
         elapsed = time.monotonic() - started
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -129,8 +129,38 @@ def test_the_componentize_py_command_line(tmp_path):
         "--import-interface-name", "wasi:http/types@0.2.12=types",
         "componentize", "_atrium_entry",
         "-p", str(tmp_path / "stage"), "-p", str(tmp_path / "proj"), "-p", str(SDK),
+        *site_packages_flags(),
         "-o", str(tmp_path / "out.wasm"),
     ]
+
+
+def site_packages_flags():
+    """The `-p` flags an interpreter outside a virtual environment adds: its site-packages."""
+    import site
+
+    if sys.prefix != sys.base_prefix:
+        return []
+    found = [site.getusersitepackages(), *site.getsitepackages()]
+    return [flag for p in found if Path(p).is_dir() for flag in ("-p", p)]
+
+
+def test_componentize_py_bundles_this_environment_and_never_the_machines(tmp_path, monkeypatch):
+    """componentize-py takes its packages from `$VIRTUAL_ENV`, else from `python3` on PATH: the
+    build names this interpreter's environment, or an empty one beside its own `-p` flags."""
+    from atrium_sdk import _build
+
+    monkeypatch.setenv("VIRTUAL_ENV", "/somewhere/else")
+    monkeypatch.setattr(_build.sys, "prefix", "/project/.venv")
+    monkeypatch.setattr(_build.sys, "base_prefix", "/usr")
+    assert _build.componentize_env(tmp_path)["VIRTUAL_ENV"] == "/project/.venv"
+    command = _build.componentize_command(WIT, tmp_path, tmp_path, tmp_path / "out.wasm")
+    assert command.count("-p") == 3
+
+    monkeypatch.setattr(_build.sys, "prefix", "/usr")
+    env = _build.componentize_env(tmp_path)
+    empty = Path(env["VIRTUAL_ENV"])
+    assert empty.parent == tmp_path
+    assert list((empty / "lib" / "site-packages").iterdir()) == []
 
 
 needs_componentize_py = pytest.mark.skipif(

@@ -7,6 +7,7 @@ mod crash;
 mod demo;
 mod dev;
 mod developer;
+mod docs;
 mod keys;
 mod lint;
 mod outage;
