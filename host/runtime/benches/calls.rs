@@ -3,6 +3,9 @@
 //!
 //! `cargo bench -p atrium-runtime --bench calls` runs the criterion groups, then prints the
 //! latency percentiles, the throughput and the memory figures that criterion does not give.
+//! Two other modes, for comparing two builds: `ATRIUM_BENCH_THROUGHPUT_RUNS=K` runs only the
+//! throughput, K times; `ATRIUM_BENCH_INSTRUCTIONS=N` makes N calls of each kind for callgrind
+//! (below).
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
@@ -15,8 +18,12 @@ use criterion::{Criterion, criterion_group};
 
 /// What a call costs, not how a tenant is capped: one tenant makes every call here.
 fn config() -> RuntimeConfig {
+    // Under valgrind the pool is small: it cannot reserve the default pool's address space.
+    let pool = env_number("ATRIUM_BENCH_POOL").map(|n| n as u32);
     RuntimeConfig {
         max_cpu_cores_per_tenant: None,
+        max_instances: pool.unwrap_or(1000),
+        max_instances_per_tenant: pool.unwrap_or(250),
         ..RuntimeConfig::default()
     }
 }
@@ -281,6 +288,20 @@ fn memory_per_instance(runtime: &Runtime) {
 }
 
 fn main() {
+    if let Some(k) = env_number("ATRIUM_BENCH_THROUGHPUT_RUNS") {
+        let runtime = Runtime::new(config()).unwrap();
+        let inv = Invocation::new("tenant-bench", Arc::new(MemoryPlatform::default()));
+        let (app, lean) = (probe(&runtime), echo(&runtime));
+        for _ in 0..k {
+            throughput(&app, &inv, "probe");
+            throughput(&lean, &inv, "echo, without_http");
+        }
+        return;
+    }
+    if let Some(n) = env_number("ATRIUM_BENCH_INSTRUCTIONS") {
+        counted_calls(n);
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
     let runtime = Runtime::new(config()).unwrap();
@@ -293,4 +314,61 @@ fn main() {
     throughput(&app, &inv, "probe");
     throughput(&lean, &inv, "echo, without_http");
     memory_per_instance(&runtime);
+}
+
+fn env_number(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+// Instruction counts (`ATRIUM_BENCH_INSTRUCTIONS=N`): N calls of each kind, each kind in a
+// function of its own, for callgrind, whose counts do not depend on the machine's load or on
+// where the code lies in memory (docs/benchmarks.md, "Before and after in one sitting"):
+//
+//   ATRIUM_BENCH_POOL=2 ATRIUM_BENCH_INSTRUCTIONS=300 valgrind --tool=callgrind <bench executable>
+//   callgrind_annotate --inclusive=yes --threshold=100 callgrind.out.* | grep counted_
+
+#[inline(never)]
+fn counted_echo(app: &App, inv: &Invocation, tokio: &tokio::runtime::Runtime, n: usize) {
+    for _ in 0..n {
+        tokio.block_on(app.call_tool(inv, "echo", "{}")).unwrap();
+    }
+}
+
+#[inline(never)]
+fn counted_probe(app: &App, inv: &Invocation, tokio: &tokio::runtime::Runtime, n: usize) {
+    for _ in 0..n {
+        tokio.block_on(app.call_tool(inv, "echo", "{}")).unwrap();
+    }
+}
+
+#[inline(never)]
+fn counted_health(app: &App, inv: &Invocation, tokio: &tokio::runtime::Runtime, n: usize) {
+    for _ in 0..n {
+        tokio.block_on(app.health(inv)).unwrap();
+    }
+}
+
+fn counted_calls(n: usize) {
+    let runtime = Runtime::new(config()).unwrap();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let inv = Invocation::new("tenant-bench", Arc::new(MemoryPlatform::default()));
+    let lean = echo(&runtime);
+    let app = probe(&runtime);
+    let minimal = load(
+        &runtime,
+        atrium_test_artifacts::MINIMAL,
+        atrium_test_artifacts::MINIMAL_MANIFEST,
+    );
+    // The first calls fill the caches and the pool's slots.
+    for _ in 0..50 {
+        tokio.block_on(lean.call_tool(&inv, "echo", "{}")).unwrap();
+        tokio.block_on(app.call_tool(&inv, "echo", "{}")).unwrap();
+        tokio.block_on(minimal.health(&inv)).unwrap();
+    }
+    counted_echo(&lean, &inv, &tokio, n);
+    counted_probe(&app, &inv, &tokio, n);
+    counted_health(&minimal, &inv, &tokio, n);
 }
