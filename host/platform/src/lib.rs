@@ -23,6 +23,7 @@ pub mod artifacts;
 pub mod files;
 pub mod identity;
 mod keyfile;
+pub mod llm_roles;
 pub mod registry;
 pub mod scopes;
 pub mod sealing;

@@ -26,6 +26,7 @@ mod install_edits;
 mod installs;
 mod integrations;
 mod keys;
+mod llm_roles;
 mod meter;
 mod public_routes;
 mod rag;
@@ -57,6 +58,7 @@ pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, Up
 pub use integrations::StoredIntegration;
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
+pub use llm_roles::LlmRole;
 pub use meter::{Backlog, Metering, MeteringWriter};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,

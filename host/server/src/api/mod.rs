@@ -5,6 +5,7 @@
 
 mod dev;
 mod installs;
+mod llm_settings;
 mod routes;
 mod secrets;
 mod tenant_tokens;
@@ -23,6 +24,7 @@ pub fn router() -> Router<HostState> {
         .route("/scopes", get(dev::scopes))
         .merge(tenant_tokens::router())
         .merge(installs::router())
+        .merge(llm_settings::router())
         .merge(routes::router())
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))

@@ -5,6 +5,7 @@ mod batches;
 mod chat;
 mod embeddings;
 mod host;
+mod llm_settings;
 mod openai_client;
 mod overload;
 mod rag;

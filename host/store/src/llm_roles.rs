@@ -1,0 +1,81 @@
+//! A tenant's model roles: for each role it set (`fast`, `specialist`, `orchestrator`), the
+//! tier, provider and/or model of the /v1 gateway that role calls. The platform owns the names
+//! and the defaults (`atrium_platform::llm_roles`); the store keeps what a tenant set.
+
+use sqlx::Row;
+
+use crate::{Result, Store, TenantKey, now_millis, on_pool};
+
+/// One role a tenant set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmRole {
+    /// `fast`, `specialist` or `orchestrator`.
+    pub role: String,
+    /// A tier of the gateway, when set.
+    pub tier: Option<String>,
+    /// A provider, when set.
+    pub provider: Option<String>,
+    /// A model, when set.
+    pub model: Option<String>,
+    /// When it was set, in ms since the epoch.
+    pub updated_at: i64,
+}
+
+impl Store {
+    /// The roles `tenant` set, by role name.
+    pub async fn llm_roles(&self, tenant: &TenantKey) -> Result<Vec<LlmRole>> {
+        on_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT role, tier, provider, model, updated_at FROM tenant_llm_roles \
+                 WHERE org_id = $1 AND tenant_id = $2 ORDER BY role",
+            )
+            .bind(&tenant.org_id).bind(&tenant.tenant_id)
+            .fetch_all(pool).await?;
+            rows.iter()
+                .map(|row| {
+                    Ok(LlmRole {
+                        role: row.try_get("role")?,
+                        tier: row.try_get("tier")?,
+                        provider: row.try_get("provider")?,
+                        model: row.try_get("model")?,
+                        updated_at: row.try_get("updated_at")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// In one transaction: replaces the roles in `set` (their `updated_at` is now) and removes
+    /// those named in `reset`, which return to the platform's defaults.
+    pub async fn put_llm_roles(
+        &self,
+        tenant: &TenantKey,
+        set: &[LlmRole],
+        reset: &[&str],
+    ) -> Result<()> {
+        let now = now_millis();
+        on_pool!(self, pool => {
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
+            for role in set {
+                sqlx::query(
+                    "INSERT INTO tenant_llm_roles (org_id, tenant_id, role, tier, provider, model, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                     ON CONFLICT (org_id, tenant_id, role) DO UPDATE SET tier = excluded.tier, \
+                     provider = excluded.provider, model = excluded.model, updated_at = excluded.updated_at",
+                )
+                .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(&role.role)
+                .bind(&role.tier).bind(&role.provider).bind(&role.model).bind(now)
+                .execute(&mut *tx).await?;
+            }
+            for role in reset {
+                sqlx::query(
+                    "DELETE FROM tenant_llm_roles WHERE org_id = $1 AND tenant_id = $2 AND role = $3",
+                )
+                .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(*role)
+                .execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+}
