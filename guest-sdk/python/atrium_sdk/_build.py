@@ -12,7 +12,9 @@ python -m atrium_sdk build [--project DIR] [--out FILE] [--wit DIR]
    app's module (`app.py`) and exports `Handlers` and `IncomingHandler` over it.
 3. Runs componentize-py (from the Python running this tool: the `componentize_py` package on
    `PYTHONPATH`; nothing is installed) for world `app` of the WIT, with the interface renames
-   the two `types` interfaces need, and writes the component (default `DIR/build/app.wasm`).
+   the two `types` interfaces need, on copies of the project and of the SDK package (its
+   interpreter writes `__pycache__` where it imports from), and writes the component (default
+   `DIR/build/app.wasm`).
 
 Exit 0 printing the component's path on success; 1 with a message on stderr otherwise.
 
@@ -202,13 +204,15 @@ def registration_error(
     return None
 
 
-def componentize_command(wit: Path, staging: Path, project: Path, out: Path) -> list[str]:
+def componentize_command(
+    wit: Path, staging: Path, project: Path, out: Path, sdk_parent: Path = PACKAGE_DIR.parent
+) -> list[str]:
     """The componentize-py command line."""
     command = [sys.executable, "-c", _RUN_COMPONENTIZE_PY, "-d", str(wit), "-w", WORLD]
     for rename in RENAMES:
         command += ["--import-interface-name", rename]
     command += ["componentize", ENTRY_MODULE]
-    paths = [staging, project, PACKAGE_DIR.parent]
+    paths = [staging, project, sdk_parent]
     if not _in_virtual_env():
         paths += [Path(p) for p in _site_packages() if Path(p).is_dir()]
     for path in paths:
@@ -230,6 +234,27 @@ def _site_packages() -> list[str]:
     if isinstance(user, str):
         found.insert(0, user)
     return found
+
+
+#: What a build does not copy of a project: the outputs, the tools' caches and environments.
+_NOT_SOURCES = {"__pycache__", "build", "dist", "node_modules", "target"}
+
+
+def _copy_sources(source: Path, to: Path) -> Path:
+    """Copies `source` to `to` without hidden entries, `_NOT_SOURCES` and virtual
+    environments (a directory with `pyvenv.cfg`); answers `to`."""
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return {
+            name
+            for name in names
+            if name.startswith(".")
+            or name in _NOT_SOURCES
+            or (Path(directory) / name / "pyvenv.cfg").is_file()
+        }
+
+    shutil.copytree(source, to, ignore=ignore, symlinks=True)
+    return to
 
 
 def componentize_env(staging: Path) -> dict[str, str]:
@@ -276,17 +301,26 @@ def build(
         )
     out = (out or project / "build" / "app.wasm").resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="atrium-py-build-"))
+    work = Path(tempfile.mkdtemp(prefix="atrium-py-build-"))
     try:
+        staging = work / "entry"
+        staging.mkdir()
         _stage(staging, entry, manifest_name, text, normalised)
-        command = componentize_command(wit_dir, staging, project, out)
+        # componentize-py's interpreter imports from the directories it is given and writes
+        # their `__pycache__`: it gets copies, so a build writes nothing into the project or
+        # the SDK (an SDK run from an Atrium checkout would be written into otherwise), and
+        # every build starts from the same files.
+        project_copy = _copy_sources(project, work / "project")
+        sdk_parent = work / "sdk"
+        _copy_sources(PACKAGE_DIR, sdk_parent / PACKAGE_DIR.name)
+        command = componentize_command(wit_dir, staging, project_copy, out, sdk_parent)
         started = time.monotonic()
         done = subprocess.run(
-            command, capture_output=True, text=True, cwd=project, env=componentize_env(staging)
+            command, capture_output=True, text=True, cwd=project, env=componentize_env(work)
         )
         elapsed = time.monotonic() - started
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0 or not out.is_file():
         raise BuildError(

@@ -180,6 +180,12 @@ def test_a_project_builds_into_a_component(tmp_path):
     assert done.stdout.strip() == str(out)
     assert out.read_bytes()[:8] == COMPONENT_MAGIC
     assert "built " in done.stderr
+    # componentize-py imported copies: nothing was written beside the sources or the SDK.
+    assert not any(dir.rglob("__pycache__")), sorted(dir.rglob("__pycache__"))
+    sdk = Path(__import__("atrium_sdk").__file__).parent
+    assert not any(
+        p.name.endswith(".cpython-314.pyc") for p in sdk.rglob("*.pyc")
+    ), "the build's interpreter wrote into the SDK package"
 
 
 @needs_componentize_py
