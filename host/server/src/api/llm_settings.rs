@@ -2,7 +2,7 @@
 //! tier, provider and/or model of the /v1 gateway; the rules are `atrium_platform::llm_roles`.
 //! Tenant users read them, tenant admins change them.
 
-use atrium_platform::llm_roles::{self, MODEL_TIERS, Resolved, Role, Route, UpdateError};
+use atrium_platform::llm_roles::{self, Resolved, Role, Route, UpdateError};
 use axum::extract::State;
 use axum::{Json, Router};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -103,39 +103,28 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     Option::<T>::deserialize(deserializer).map(Some)
 }
 
+/// The answer for `resolved`, which holds every role ([`llm_roles::resolve`]).
 fn view(resolved: &[Resolved]) -> LlmSettings {
     let role = |role: Role| {
-        let found = resolved.iter().find(|r| r.role == role);
-        match found {
-            Some(r) => RoleView {
-                tier: r.route.tier.clone(),
-                provider: r.route.provider.clone(),
-                model: r.route.model.clone(),
-                source: if r.set_at.is_some() {
-                    "tenant"
-                } else {
-                    "default"
-                },
-                updated_at: r.set_at.map(time),
+        let default = Resolved {
+            role,
+            route: llm_roles::default_route(role),
+            set_at: None,
+        };
+        let r = resolved.iter().find(|r| r.role == role).unwrap_or(&default);
+        RoleView {
+            tier: r.route.tier.clone(),
+            provider: r.route.provider.clone(),
+            model: r.route.model.clone(),
+            source: if r.set_at.is_some() {
+                "tenant"
+            } else {
+                "default"
             },
-            None => {
-                let route = llm_roles::default_route(role);
-                RoleView {
-                    tier: route.tier,
-                    provider: route.provider,
-                    model: route.model,
-                    source: "default",
-                    updated_at: None,
-                }
-            }
+            updated_at: r.set_at.map(time),
         }
     };
-    let role_of = |tier: &str| {
-        MODEL_TIERS
-            .iter()
-            .find(|(t, _)| *t == tier)
-            .map_or("", |(_, r)| r.as_str())
-    };
+    let role_of = |tier: &str| Role::for_model_tier(tier).map_or("", Role::as_str);
     LlmSettings {
         roles: RolesView {
             fast: role(Role::Fast),

@@ -134,6 +134,19 @@ impl Host {
     pub(crate) async fn delete(&self, path: &str, token: &str) -> (StatusCode, Value) {
         self.send("DELETE", path, Some(token), Body::None).await
     }
+
+    /// A new token of `tenant` (organization key `key`) with `role` (`admin` or `user`).
+    pub(crate) async fn tenant_token(&self, key: &str, tenant: &str, role: &str) -> String {
+        let (status, body) = self
+            .post(
+                &format!("/api/tenants/{tenant}/tokens"),
+                key,
+                Body::Json(serde_json::json!({ "role": role })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["token"].as_str().unwrap().to_owned()
+    }
 }
 
 /// The code of an error body.

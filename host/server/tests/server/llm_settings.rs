@@ -9,18 +9,6 @@ use serde_json::{Value, json};
 use crate::host::{Body, Host, code};
 use crate::{state, stores, unique};
 
-async fn token(host: &Host, key: &str, tenant: &str, role: &str) -> String {
-    let (status, created) = host
-        .post(
-            &format!("/api/tenants/{tenant}/tokens"),
-            key,
-            Body::Json(json!({ "role": role })),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    created["token"].as_str().unwrap().to_owned()
-}
-
 fn role<'a>(settings: &'a Value, name: &str) -> &'a Value {
     &settings["roles"][name]
 }
@@ -31,11 +19,11 @@ async fn a_tenant_reads_its_defaults_and_its_admin_changes_its_model_roles() {
         let host = Host::start(state(&store, vec![])).await;
         let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
         let umbrella = store.create_key(&unique("umbrella"), "ops").await.unwrap();
-        let admin = token(&host, &acme.secret, "shop", "admin").await;
-        let user = token(&host, &acme.secret, "shop", "user").await;
-        let other_tenant = token(&host, &acme.secret, "depot", "admin").await;
+        let admin = host.tenant_token(&acme.secret, "shop", "admin").await;
+        let user = host.tenant_token(&acme.secret, "shop", "user").await;
+        let other_tenant = host.tenant_token(&acme.secret, "depot", "admin").await;
         // Same tenant id, another organization.
-        let other_org = token(&host, &umbrella.secret, "shop", "admin").await;
+        let other_org = host.tenant_token(&umbrella.secret, "shop", "admin").await;
 
         // Nothing set: the documented defaults, and the model tiers' roles.
         let (status, defaults) = host.get("/api/llm-settings", &user).await;

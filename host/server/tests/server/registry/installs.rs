@@ -10,18 +10,6 @@ use serde_json::{Value, json};
 use super::{Body, Host, code, manifest, slug};
 use crate::{stores, unique};
 
-async fn tenant_token(host: &Host, key: &str, tenant: &str, role: &str) -> String {
-    let (status, body) = host
-        .post(
-            &format!("/api/tenants/{tenant}/tokens"),
-            key,
-            Body::Json(json!({"role": role})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["token"].as_str().unwrap().to_owned()
-}
-
 /// Registers and promotes `text` as a version of `app`.
 async fn publish(host: &Host, dev: &str, app: &str, version: &str, text: &str) {
     let (status, body) = host
@@ -88,8 +76,8 @@ async fn activation_checks_everything_and_reruns_idempotently() {
 
         let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
         let tenant = "shop";
-        let admin = tenant_token(&host, &acme.secret, tenant, "admin").await;
-        let user = tenant_token(&host, &acme.secret, tenant, "user").await;
+        let admin = host.tenant_token(&acme.secret, tenant, "admin").await;
+        let user = host.tenant_token(&acme.secret, tenant, "user").await;
 
         // The catalogue discloses what the install page shows.
         let (status, catalogue) = host.get("/api/apps", &user).await;
@@ -347,9 +335,9 @@ async fn activation_checks_everything_and_reruns_idempotently() {
         assert_eq!(entry["installed"], "inactive");
 
         // Another tenant of the organization, and another organization, see none of it.
-        let other_tenant = tenant_token(&host, &acme.secret, "depot", "admin").await;
+        let other_tenant = host.tenant_token(&acme.secret, "depot", "admin").await;
         let umbrella = store.create_key(&unique("umbrella"), "ops").await.unwrap();
-        let other_org = tenant_token(&host, &umbrella.secret, tenant, "admin").await;
+        let other_org = host.tenant_token(&umbrella.secret, tenant, "admin").await;
         for token in [&other_tenant, &other_org] {
             let (_, installs) = host.get("/api/installs", token).await;
             assert_eq!(installs["installs"], json!([]), "{installs}");
