@@ -279,7 +279,7 @@ impl Backend for MockBackend {
         from_agent: &str,
         due_at: Option<&str>,
     ) -> Result<String, ToolCallError> {
-        sandbox::commitment(self.manifest, title, from_agent, due_at)?;
+        sandbox::commitment(self.manifest, title, content, from_agent, due_at)?;
         self.tool_refusal(Capability::CommitmentsAdd)?;
         let mut state = self.state.borrow_mut();
         state.commitments.push((

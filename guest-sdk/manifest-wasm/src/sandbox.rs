@@ -76,6 +76,8 @@ pub enum Check {
     Commitment {
         /// The title.
         title: String,
+        /// The details.
+        content: String,
         /// The promising agent.
         from_agent: String,
         /// When it is due, ISO-8601.
@@ -305,9 +307,10 @@ pub fn run(request: &[u8]) -> Outcome {
         ),
         Check::Commitment {
             title,
+            content,
             from_agent,
             due_at,
-        } => sandbox::commitment(m, &title, &from_agent, due_at.as_deref())
+        } => sandbox::commitment(m, &title, &content, &from_agent, due_at.as_deref())
             .map_or_else(tool, |()| ok(Value::Null)),
         Check::Delegate { target, from_agent } => {
             sandbox::delegate(m, &chain, public, &target, &from_agent)

@@ -75,12 +75,20 @@ def room_post(
     return ok["sender_ref"], ok["sender_display"], ok["metadata"]
 
 
-def commitment(m: Manifest, title: str, from_agent: str, due_at: str | None) -> None:
+def commitment(
+    m: Manifest, title: str, content: str, from_agent: str, due_at: str | None
+) -> None:
     """`commitments.add`."""
     _run(
         m,
         None,
-        {"kind": "commitment", "title": title, "from_agent": from_agent, "due_at": due_at},
+        {
+            "kind": "commitment",
+            "title": title,
+            "content": content,
+            "from_agent": from_agent,
+            "due_at": due_at,
+        },
     )
 
 

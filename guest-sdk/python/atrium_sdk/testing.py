@@ -247,7 +247,7 @@ class _MockBackend(Backend):
     def add_commitment(
         self, title: str, content: str, from_agent: str, due_at: str | None
     ) -> str:
-        sandbox.commitment(self.manifest, title, from_agent, due_at)
+        sandbox.commitment(self.manifest, title, content, from_agent, due_at)
         self._refuse_unavailable("commitments.add")
         self.state.commitments.append((title, content, from_agent, due_at))
         return f"commitment-{len(self.state.commitments)}"

@@ -259,6 +259,13 @@ def test_commitments_add(client):
     with pytest.raises(ToolCallError) as err:
         drive(ctx.commitments.add("T", "", "ghost"))
     assert err.value.decision == "unknown_agent"
+    with pytest.raises(ToolCallError) as err:
+        drive(ctx.commitments.add("t" * 201, "", "writer"))
+    assert err.value.message == "title has 201 characters; a commitment title has at most 200"
+    with pytest.raises(ToolCallError) as err:
+        drive(ctx.commitments.add("T", "é" * 10_001, "writer"))
+    assert err.value.message == "content has 10001 characters; a commitment has at most 10000"
+    assert drive(ctx.commitments.add("t" * 200, "é" * 10_000, "writer")) == "commitment-2"
 
 
 def test_public_callback_url(client):

@@ -215,6 +215,9 @@ test('commitments.add checks the agent, the title and the due time', async () =>
   await refused([' ', '', 'writer'], 'title must not be empty');
   await refused(['t', '', ''], 'from_agent is required');
   await refused(['t', '', 'ghost'], '`ghost` is not an agent of this app (declared agents: writer, editor)');
+  await refused(['t'.repeat(201), '', 'writer'], 'title has 201 characters; a commitment title has at most 200');
+  await refused(['t', 'é'.repeat(10001), 'writer'], 'content has 10001 characters; a commitment has at most 10000');
+  assert.equal(await ctx.commitments.add('t'.repeat(200), 'é'.repeat(10000), 'writer'), 'commitment-4');
 });
 
 test('publicCallbackUrl names a public route, or fails', () => {

@@ -13,18 +13,27 @@
 //!   [`files`]: writing files under a directory that no path can escape (`cap-std`).
 //! - [`sealing`]: the AEAD that encrypts secrets at rest.
 //! - [`scopes`]: the platform's scope catalogue.
+//! - [`commitments`]: the promises apps' agents make, kept per tenant.
+//! - [`llm_roles`]: a tenant's model roles (`fast`, `specialist`, `orchestrator`).
 //! - [`services`]: the platform's services, built once per host, one function per capability
 //!   that every caller (a component's import, a container's callback) goes through.
+//! - [`orchestrator`] and [`conversations`]: which agent answers a user, and a conversation's
+//!   turns.
+//! - [`runner`]: the agent runner, a tool-using model loop through the host's gateway.
 //! - [`serving`]: calling installed apps: loaded components shared across installs, and the
 //!   runtime's `Platform` over the SQL store (platform tools, secrets).
 
 pub use atrium_archive as archive;
 pub mod artifacts;
+pub mod commitments;
+pub mod conversations;
 pub mod files;
 pub mod identity;
 mod keyfile;
 pub mod llm_roles;
+pub mod orchestrator;
 pub mod registry;
+pub mod runner;
 pub mod scopes;
 pub mod sealing;
 pub mod services;

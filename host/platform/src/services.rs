@@ -75,6 +75,11 @@ impl Services {
         &self.inner.registry
     }
 
+    /// The chat gateway and its metering, when the host has providers.
+    pub(crate) fn chat(&self) -> Option<&Chat> {
+        self.inner.chat.as_ref()
+    }
+
     /// Managed retrieval, when the host has it.
     #[must_use]
     pub fn retrieval(&self) -> Option<&Arc<atrium_retrieval::Retrieval>> {
@@ -101,6 +106,19 @@ impl Services {
         }
         let install = tenant.install(app_slug);
         tools::records(self.inner.registry.store(), &install, tool, args).await
+    }
+
+    /// `commitments.add`: stores the commitment (already checked by the sandbox rule) of
+    /// `app_slug`'s install for `tenant` and answers its id.
+    pub async fn add_commitment(
+        &self,
+        tenant: &Actor,
+        app_slug: &str,
+        commitment: &atrium_runtime::Commitment,
+    ) -> Result<String, ToolCallError> {
+        crate::commitments::add(self.inner.registry.store(), tenant, app_slug, commitment)
+            .await
+            .map(|stored| stored.id)
     }
 
     /// `secrets.get`: the tenant's override of the secret, else the developer's default;

@@ -359,6 +359,7 @@ async fn run_item(state: &HostState, claimed: ClaimedItem) {
                     cost_micros: cost,
                     batch: true,
                     app_slug: None,
+                    agent: None,
                 };
                 (
                     ItemStatus::Completed,

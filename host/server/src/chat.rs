@@ -87,6 +87,7 @@ pub async fn completions(
         cost_micros: cost,
         batch: false,
         app_slug: None,
+        agent: None,
     };
     state.metering.record(record).await;
     Ok(Json(completion_body(&completed, cost, &tenant)).into_response())

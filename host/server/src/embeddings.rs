@@ -161,6 +161,7 @@ pub async fn create(
             cost_micros: billed.saturating_mul(embedder.micros_per_million()) / 1_000_000,
             batch: false,
             app_slug: None,
+            agent: None,
         })
         .await;
     Ok(Json(json!({

@@ -63,6 +63,21 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantHeader {
     }
 }
 
+/// A typed query string (`deny_unknown_fields` on `T` refuses a parameter it does not know):
+/// a parameter that does not parse is a 400 whose message names it.
+#[derive(Debug, Clone)]
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::try_from_uri(&parts.uri)
+            .map(|axum::extract::Query(query)| QueryParams(query))
+            .map_err(|e| ApiError::bad_request(e.body_text(), None))
+    }
+}
+
 /// A JSON body; malformed JSON or fields are a 400 naming the field, an oversized body a 413.
 #[derive(Debug, Clone)]
 pub struct JsonBody<T>(pub T);

@@ -31,7 +31,7 @@ pub use atrium_store::Metering;
 pub use atrium_store::POLL_INTERVAL;
 pub use chat::DEFAULT_TENANT;
 pub use error::{ApiError, ERROR_ID_HEADER};
-pub use extract::{JsonBody, OptionalJsonBody, TENANT_HEADER, TenantHeader};
+pub use extract::{JsonBody, OptionalJsonBody, QueryParams, TENANT_HEADER, TenantHeader};
 pub use principals::{Dev, Org};
 
 /// The largest request body accepted (a 413 beyond it).

@@ -89,7 +89,15 @@ impl<S: Send + Sync> FromRequestParts<S> for PageRequest {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let Query(query) = Query::<PageQuery>::try_from_uri(&parts.uri)
             .map_err(|e| ApiError::bad_request(e.body_text(), None))?;
-        let limit = match query.limit.as_deref() {
+        PageRequest::parse(query.limit.as_deref(), query.cursor.as_deref())
+    }
+}
+
+impl PageRequest {
+    /// The page that `?limit=&cursor=` ask for: for a list whose query also has filters, whose
+    /// own query struct carries these two fields.
+    pub fn parse(limit: Option<&str>, cursor: Option<&str>) -> Result<Self, ApiError> {
+        let limit = match limit {
             None => DEFAULT_LIMIT,
             Some(text) => match text.parse::<usize>() {
                 Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
@@ -101,7 +109,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PageRequest {
                 }
             },
         };
-        let after = query.cursor.as_deref().map(decode).transpose()?;
+        let after = cursor.map(decode).transpose()?;
         Ok(PageRequest { after, limit })
     }
 }

@@ -48,6 +48,7 @@ async fn meter(state: &HostState, org: &Org, tenant: &str, usage: &EmbedUsage) {
             cost_micros: usage.cost_micros,
             batch: false,
             app_slug: None,
+            agent: None,
         })
         .await;
 }

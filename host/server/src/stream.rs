@@ -54,6 +54,7 @@ impl Meter {
             cost_micros: self.model.cost_micros(prompt, completion, false),
             batch: false,
             app_slug: None,
+            agent: None,
         };
         let metering = self.metering.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -78,17 +78,24 @@ fn usd(micros: i64) -> f64 {
     micros as f64 / 1_000_000.0
 }
 
+/// `labels` (an object naming what was counted) with the counts added.
+fn counted(mut labels: Value, calls: i64, prompt: i64, completion: i64, cost_micros: i64) -> Value {
+    labels["calls"] = json!(calls);
+    labels["prompt_tokens"] = json!(prompt);
+    labels["completion_tokens"] = json!(completion);
+    labels["tokens"] = json!(prompt + completion);
+    labels["cost_usd"] = json!(usd(cost_micros));
+    labels
+}
+
 fn tenant_entry(t: &atrium_store::TenantUsage) -> Value {
-    json!({
-        "tenant_id": t.tenant_id,
-        "name": t.name,
-        "external_id": t.external_id,
-        "calls": t.calls,
-        "prompt_tokens": t.prompt_tokens,
-        "completion_tokens": t.completion_tokens,
-        "tokens": t.prompt_tokens + t.completion_tokens,
-        "cost_usd": usd(t.cost_micros),
-    })
+    counted(
+        json!({"tenant_id": t.tenant_id, "name": t.name, "external_id": t.external_id}),
+        t.calls,
+        t.prompt_tokens,
+        t.completion_tokens,
+        t.cost_micros,
+    )
 }
 
 /// Organization-wide usage, or one tenant's with `?tenant=ID`.
@@ -107,25 +114,43 @@ pub async fn usage(
             .ok_or_else(|| {
                 ApiError::not_found(format!("this organization has no tenant `{tenant}`"))
             })?;
+        let key = atrium_store::TenantKey::new(&org.org_id, &tenant);
         let per_app: Vec<Value> = state
             .store
-            .tenant_usage_by_app(&atrium_store::TenantKey::new(&org.org_id, &tenant))
+            .tenant_usage_by_app(&key)
             .await?
             .iter()
             .map(|a| {
-                json!({
-                    "app": a.app_slug,
-                    "calls": a.calls,
-                    "prompt_tokens": a.prompt_tokens,
-                    "completion_tokens": a.completion_tokens,
-                    "tokens": a.prompt_tokens + a.completion_tokens,
-                    "cost_usd": usd(a.cost_micros),
-                })
+                counted(
+                    json!({"app": a.app_slug}),
+                    a.calls,
+                    a.prompt_tokens,
+                    a.completion_tokens,
+                    a.cost_micros,
+                )
             })
             .collect();
-        return Ok(Json(
-            json!({"object": "usage", "tenant": tenant_entry(&usage), "per_app": per_app}),
-        ));
+        let per_agent: Vec<Value> = state
+            .store
+            .tenant_usage_by_agent(&key)
+            .await?
+            .iter()
+            .map(|a| {
+                counted(
+                    json!({"app": a.app_slug, "agent": a.agent}),
+                    a.calls,
+                    a.prompt_tokens,
+                    a.completion_tokens,
+                    a.cost_micros,
+                )
+            })
+            .collect();
+        return Ok(Json(json!({
+            "object": "usage",
+            "tenant": tenant_entry(&usage),
+            "per_app": per_app,
+            "per_agent": per_agent,
+        })));
     }
     let usage = state.store.usage(&org.org_id).await?;
     Ok(Json(json!({

@@ -163,18 +163,27 @@ pub(crate) const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, 
 /// the install's own row last: removing an install deletes from each. A test holds this list
 /// to the schema, with [`OUTLIVE_THE_INSTALL`]: a table keyed by an install that is in
 /// neither fails it.
-pub(crate) const INSTALL_TABLES: [&str; 5] = [
+pub(crate) const INSTALL_TABLES: [&str; 6] = [
     "install_secrets",
     "app_records",
     "install_agents",
     "install_workflows",
+    "commitments",
     "installs",
 ];
 
 /// The tables keyed by an install's columns whose rows outlive the install, and why (read by
 /// the test that holds [`INSTALL_TABLES`] to the schema).
 #[cfg(test)]
-pub(crate) const OUTLIVE_THE_INSTALL: [(&str, &str); 3] = [
+pub(crate) const OUTLIVE_THE_INSTALL: [(&str, &str); 5] = [
+    (
+        "conversations",
+        "a conversation is its user's history; it names the agent it was with last",
+    ),
+    (
+        "conversation_messages",
+        "what an app's agent answered stays in its user's history after the app is removed",
+    ),
     (
         "usage_records",
         "usage is billed to the tenant whatever becomes of the install",

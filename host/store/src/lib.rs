@@ -19,6 +19,8 @@ mod apps;
 mod batches;
 mod catalogue;
 mod changes;
+mod commitments;
+mod conversations;
 mod developers;
 mod grants;
 mod ids;
@@ -52,13 +54,15 @@ pub use apps::{
 };
 pub use batches::{Batch, BatchItem, BatchSummary, ClaimedItem, ItemStatus};
 pub use changes::{Affected, Cache, Change, ChangeFeed, ChangeWatcher, POLL_INTERVAL, STALE_AFTER};
+pub use commitments::{CommitmentFilter, CommitmentStatus, NewCommitment, StoredCommitment};
+pub use conversations::{Conversation, NewMessage, StoredMessage};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use ids::{InstallKey, InstallValueKind, TenantKey};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use integrations::StoredIntegration;
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
-pub use llm_roles::LlmRole;
+pub use llm_roles::{AgentLimitsRow, LlmRole};
 pub use meter::{Backlog, Metering, MeteringWriter};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
@@ -71,7 +75,7 @@ pub use tenant_tokens::{
     TenantToken, check_display_name, check_user_id,
 };
 pub use tenants::{Tenant, check_tenant_id};
-pub use usage::{AppUsage, TenantUsage, Usage, UsageRecord, UsageTotals};
+pub use usage::{AgentUsage, AppUsage, TenantUsage, Usage, UsageRecord, UsageTotals};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]

@@ -79,3 +79,61 @@ impl Store {
         Ok(())
     }
 }
+
+/// The limits of an agent run a tenant set; `None` is the platform's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentLimitsRow {
+    /// The most model steps.
+    pub max_steps: Option<i64>,
+    /// The most a run may cost, in micro-dollars.
+    pub budget_micros: Option<i64>,
+    /// How long a run may take, in ms.
+    pub timeout_ms: Option<i64>,
+    /// When they were set (ms), or none when the tenant never set any.
+    pub updated_at: Option<i64>,
+}
+
+impl Store {
+    /// The agent limits `tenant` set.
+    pub async fn agent_limits(&self, tenant: &TenantKey) -> Result<AgentLimitsRow> {
+        on_pool!(self, pool => {
+            let row = sqlx::query(
+                "SELECT max_steps, budget_micros, timeout_ms, updated_at FROM tenant_agent_limits \
+                 WHERE org_id = $1 AND tenant_id = $2",
+            )
+            .bind(&tenant.org_id).bind(&tenant.tenant_id)
+            .fetch_optional(pool).await?;
+            match row {
+                None => Ok(AgentLimitsRow::default()),
+                Some(row) => Ok(AgentLimitsRow {
+                    max_steps: row.try_get("max_steps")?,
+                    budget_micros: row.try_get("budget_micros")?,
+                    timeout_ms: row.try_get("timeout_ms")?,
+                    updated_at: Some(row.try_get("updated_at")?),
+                }),
+            }
+        })
+    }
+
+    /// Replaces the agent limits of `tenant` (their `updated_at` is now).
+    pub async fn put_agent_limits(
+        &self,
+        tenant: &TenantKey,
+        limits: &AgentLimitsRow,
+    ) -> Result<()> {
+        let now = now_millis();
+        on_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO tenant_agent_limits (org_id, tenant_id, max_steps, budget_micros, timeout_ms, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (org_id, tenant_id) DO UPDATE SET max_steps = excluded.max_steps, \
+                 budget_micros = excluded.budget_micros, timeout_ms = excluded.timeout_ms, \
+                 updated_at = excluded.updated_at",
+            )
+            .bind(&tenant.org_id).bind(&tenant.tenant_id)
+            .bind(limits.max_steps).bind(limits.budget_micros).bind(limits.timeout_ms).bind(now)
+            .execute(pool).await?;
+        });
+        Ok(())
+    }
+}

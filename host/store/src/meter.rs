@@ -205,6 +205,7 @@ mod tests {
             cost_micros: 0,
             batch: false,
             app_slug: None,
+            agent: None,
         }
     }
 

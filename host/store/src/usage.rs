@@ -29,6 +29,25 @@ pub struct UsageRecord {
     /// The installed app the call was made for (a platform tool), or none for a call made
     /// straight to /v1.
     pub app_slug: Option<String>,
+    /// The app's agent whose model step the call was, or none.
+    pub agent: Option<String>,
+}
+
+/// Usage of one tenant by one agent of an installed app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentUsage {
+    /// The app's slug.
+    pub app_slug: String,
+    /// The agent's slug.
+    pub agent: String,
+    /// Metered model steps.
+    pub calls: i64,
+    /// Input tokens.
+    pub prompt_tokens: i64,
+    /// Output tokens.
+    pub completion_tokens: i64,
+    /// Cost in micro-dollars.
+    pub cost_micros: i64,
 }
 
 /// Usage of one tenant by one installed app.
@@ -94,7 +113,7 @@ const PER_TENANT: &str = "SELECT t.id AS tenant_id, t.name, t.external_id, \
  WHERE t.org_id = $1";
 
 /// Rows one statement inserts at most: a batch of usage is a few statements, not two round
-/// trips to the database per record. 128 rows of 12 parameters stay far below the limits of
+/// trips to the database per record. 128 rows of 13 parameters stay far below the limits of
 /// both databases (SQLite 32,766 parameters, PostgreSQL 65,535).
 const ROWS_PER_INSERT: usize = 128;
 
@@ -143,7 +162,7 @@ impl Store {
             for chunk in rows.chunks(ROWS_PER_INSERT) {
                 let mut insert = sqlx::QueryBuilder::new(
                     "INSERT INTO usage_records (id, org_id, tenant_id, kind, provider, model, prompt_tokens, \
-                     completion_tokens, cost_micros, batch, created_at, app_slug) ",
+                     completion_tokens, cost_micros, batch, created_at, app_slug, agent) ",
                 );
                 insert.push_values(chunk, |mut row, (record, id)| {
                     row.push_bind(id.as_str())
@@ -157,7 +176,8 @@ impl Store {
                         .push_bind(record.cost_micros)
                         .push_bind(i64::from(record.batch))
                         .push_bind(now)
-                        .push_bind(record.app_slug.as_deref());
+                        .push_bind(record.app_slug.as_deref())
+                        .push_bind(record.agent.as_deref());
                 });
                 insert.build().execute(&mut *tx).await?;
             }
@@ -209,6 +229,39 @@ impl Store {
             .map(|r| {
                 Ok(AppUsage {
                     app_slug: r.try_get("app_slug")?,
+                    calls: r.try_get("calls")?,
+                    prompt_tokens: r.try_get("prompt_tokens")?,
+                    completion_tokens: r.try_get("completion_tokens")?,
+                    cost_micros: r.try_get("cost_micros")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+        });
+        Ok(rows)
+    }
+
+    /// A tenant's usage by the agents of its installed apps (the agent runner's model steps).
+    pub async fn tenant_usage_by_agent(&self, tenant: &TenantKey) -> Result<Vec<AgentUsage>> {
+        let TenantKey { org_id, tenant_id } = tenant;
+        let rows = on_pool!(self, pool => {
+            sqlx::query(
+                "SELECT app_slug, agent, COUNT(id) AS calls, \
+                        CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT) AS prompt_tokens, \
+                        CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT) AS completion_tokens, \
+                        CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) AS cost_micros \
+                   FROM usage_records WHERE org_id = $1 AND tenant_id = $2 \
+                    AND app_slug IS NOT NULL AND agent IS NOT NULL \
+                  GROUP BY app_slug, agent ORDER BY app_slug, agent",
+            )
+            .bind(org_id)
+            .bind(tenant_id)
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(AgentUsage {
+                    app_slug: r.try_get("app_slug")?,
+                    agent: r.try_get("agent")?,
                     calls: r.try_get("calls")?,
                     prompt_tokens: r.try_get("prompt_tokens")?,
                     completion_tokens: r.try_get("completion_tokens")?,

@@ -164,7 +164,7 @@ export class MockBackend {
   }
 
   addCommitment(title, content, fromAgent, dueAt) {
-    this.sandbox.commitment(title, fromAgent, dueAt);
+    this.sandbox.commitment(title, content, fromAgent, dueAt);
     this.refuseUnavailable('commitments.add');
     this.commitments.push([title, content, fromAgent, dueAt]);
     return `commitment-${this.commitments.length}`;

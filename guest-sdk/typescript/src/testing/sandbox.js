@@ -45,8 +45,8 @@ export function sandboxFor(manifestText) {
     roomPost: (fromAgent, content, metadata) =>
       run(null, false, { kind: 'room_post', from_agent: fromAgent, content, metadata: metadata ?? undefined }),
     /** `commitments.add`. */
-    commitment: (title, fromAgent, dueAt) =>
-      run(null, false, { kind: 'commitment', title, from_agent: fromAgent, due_at: dueAt ?? undefined }),
+    commitment: (title, content, fromAgent, dueAt) =>
+      run(null, false, { kind: 'commitment', title, content, from_agent: fromAgent, due_at: dueAt ?? undefined }),
     /** `team.delegate`. */
     delegate: (chain, publicRoute, target, fromAgent) => run(chain, publicRoute, { kind: 'delegate', target, from_agent: fromAgent }),
     /** `apps.invoke`. */

@@ -11,6 +11,10 @@ use crate::{Method, match_route, rules};
 
 /// Longest room message, in characters (docs/runtime.md, "Limits").
 pub const MAX_ROOM_MESSAGE_CHARS: usize = 20_000;
+/// Longest commitment title, in characters (docs/runtime.md, "Limits").
+pub const MAX_COMMITMENT_TITLE_CHARS: usize = 200;
+/// Longest commitment content, in characters (docs/runtime.md, "Limits").
+pub const MAX_COMMITMENT_CONTENT_CHARS: usize = 10_000;
 
 const ROOMS_POST: &str = Capability::RoomsPost.as_str();
 const COMMITMENTS_ADD: &str = Capability::CommitmentsAdd.as_str();
@@ -157,11 +161,13 @@ pub fn room_post(
     })
 }
 
-/// `commitments.add`: the committing agent is declared, the title is not blank and `due_at`,
-/// when given, is an ISO-8601 time with an offset.
+/// `commitments.add`: the committing agent is declared, the title is not blank, title and
+/// content are within their lengths and `due_at`, when given, is an ISO-8601 time with an
+/// offset.
 pub fn commitment(
     app: &impl Declarations,
     title: &str,
+    content: &str,
     from_agent: &str,
     due_at: Option<&str>,
 ) -> Result<(), ToolRefusal> {
@@ -181,6 +187,24 @@ pub fn commitment(
     }
     if title.trim().is_empty() {
         return refuse(Decision::InvalidArguments, "title must not be empty".into());
+    }
+    let title_chars = title.chars().count();
+    if title_chars > MAX_COMMITMENT_TITLE_CHARS {
+        return refuse(
+            Decision::InvalidArguments,
+            format!(
+                "title has {title_chars} characters; a commitment title has at most {MAX_COMMITMENT_TITLE_CHARS}"
+            ),
+        );
+    }
+    let content_chars = content.chars().count();
+    if content_chars > MAX_COMMITMENT_CONTENT_CHARS {
+        return refuse(
+            Decision::InvalidArguments,
+            format!(
+                "content has {content_chars} characters; a commitment has at most {MAX_COMMITMENT_CONTENT_CHARS}"
+            ),
+        );
     }
     if let Some(due) = due_at
         && due.parse::<jiff::Timestamp>().is_err()

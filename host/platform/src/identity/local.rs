@@ -26,6 +26,11 @@ const MIN_SECRET_LEN: usize = 32;
 pub struct TokenIssuer {
     encoding: EncodingKey,
     decoding: DecodingKey,
+    /// The keys of `APP_MCP_TOKEN`s ([`super::app_token`]): derived from the same secret, so
+    /// every host that shares it verifies them, and different from the developer tokens' key,
+    /// so neither kind of token passes for the other.
+    pub(super) app_encoding: EncodingKey,
+    pub(super) app_decoding: DecodingKey,
 }
 
 impl fmt::Debug for TokenIssuer {
@@ -85,9 +90,15 @@ impl TokenIssuer {
 
     /// An issuer with the given HS256 secret.
     pub fn from_secret(secret: &[u8]) -> Self {
+        let app_key = aws_lc_rs::hmac::sign(
+            &aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, secret),
+            super::app_token::KEY_PURPOSE,
+        );
         Self {
             encoding: EncodingKey::from_secret(secret),
             decoding: DecodingKey::from_secret(secret),
+            app_encoding: EncodingKey::from_secret(app_key.as_ref()),
+            app_decoding: DecodingKey::from_secret(app_key.as_ref()),
         }
     }
 

@@ -28,6 +28,7 @@
 //! # }
 //! ```
 
+pub mod app_token;
 mod local;
 mod oidc;
 

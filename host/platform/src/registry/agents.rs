@@ -49,7 +49,7 @@ pub struct AgentEdit {
     pub routing_hints: Option<String>,
 }
 
-fn merged(manifest: &Manifest, edits: &Map<String, Value>) -> Vec<InstalledAgent> {
+pub(crate) fn merged(manifest: &Manifest, edits: &Map<String, Value>) -> Vec<InstalledAgent> {
     manifest
         .agents
         .iter()
@@ -202,6 +202,10 @@ pub struct InstalledWorkflow {
     pub non_triggers: Vec<String>,
     /// Specific instructions.
     pub specifics: Option<String>,
+    /// The tools it needs (the manifest's; not overridden).
+    pub tools_required: Vec<String>,
+    /// The channels it applies to, `["*"]` for all (the manifest's; not overridden).
+    pub channels: Vec<String>,
     /// The fields the tenant overrode.
     pub overridden: Vec<String>,
 }
@@ -232,7 +236,10 @@ pub struct WorkflowOverride {
     pub specifics: Option<String>,
 }
 
-fn merged_workflows(manifest: &Manifest, overrides: &Map<String, Value>) -> Vec<InstalledWorkflow> {
+pub(crate) fn merged_workflows(
+    manifest: &Manifest,
+    overrides: &Map<String, Value>,
+) -> Vec<InstalledWorkflow> {
     manifest
         .workflows
         .iter()
@@ -255,6 +262,8 @@ fn merged_workflows(manifest: &Manifest, overrides: &Map<String, Value>) -> Vec<
                 triggers: list("triggers").unwrap_or_else(|| w.triggers.clone()),
                 non_triggers: list("non_triggers").unwrap_or_else(|| w.non_triggers.clone()),
                 specifics: string("specifics").or_else(|| w.specifics.clone()),
+                tools_required: w.tools_required.clone(),
+                channels: w.channels.clone(),
                 overridden: o.map(|o| o.keys().cloned().collect()).unwrap_or_default(),
             }
         })

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use agents::{AgentEdit, InstalledAgent, InstalledWorkflow, WorkflowOverride};
+pub(crate) use agents::{merged as merged_agents, merged_workflows};
 pub use bundle::{BUNDLE_ARCHIVE_BYTES, BUNDLE_LIMITS, BundleUpload};
 pub use errors::RegistryError;
 pub use installs::{ActivateRequest, Activated, Actor};

@@ -269,20 +269,11 @@ impl Serving {
                 settings.insert(key, Value::String(value));
             }
         }
-        let slots = if install.rag_bindings.is_empty() {
-            Vec::new()
-        } else {
-            manifest.rag_slots.clone()
-        };
-        let knowledge = tools::Knowledge {
-            bindings: install.rag_bindings.clone(),
-            slots,
-        };
         let platform = Arc::new(InstallPlatform::new(
-            self.inner.services.clone(),
+            self.clone(),
             tenant.clone(),
             install.app_slug.clone(),
-            knowledge,
+            knowledge_of(install, manifest),
         ));
         let mut inv = Invocation::new(tenant.tenant_id.clone(), platform)
             .with_scopes(install.granted_scopes.iter().cloned());
@@ -306,6 +297,19 @@ impl Serving {
             .await?;
         let result = app.call_tool(&inv, tool, &args.to_string()).await?;
         Ok(serde_json::from_str(&result).unwrap_or(Value::String(result)))
+    }
+}
+
+/// The knowledge slots of `install` of an app with `manifest`, as its calls see them.
+pub(crate) fn knowledge_of(install: &Install, manifest: &atrium_manifest::Manifest) -> Knowledge {
+    let slots = if install.rag_bindings.is_empty() {
+        Vec::new()
+    } else {
+        manifest.rag_slots.clone()
+    };
+    Knowledge {
+        bindings: install.rag_bindings.clone(),
+        slots,
     }
 }
 

@@ -1,20 +1,24 @@
 //! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, a thin adapter:
 //! the install's identity and a handle on the [`Services`], each method one call into the
-//! capability's service. The capabilities this host does not offer yet (rooms, agents, events,
-//! commitments) keep the trait's default, decision `not_available` naming the capability.
+//! capability's service; `agent.ask` and `team.delegate` run the agent in the agent runner
+//! ([`crate::runner`]) with the chain the sandbox advanced. The capabilities this host does not
+//! offer yet (rooms, cross-app calls, events) keep the trait's default, decision
+//! `not_available` naming the capability.
 
 use async_trait::async_trait;
-use atrium_runtime::{CallInfo, Platform, ToolCallError};
+use atrium_runtime::{AgentCallError, CallInfo, ChainContext, Commitment, Platform, ToolCallError};
 use serde_json::Value;
 
+use super::Serving;
 use super::tools::{Knowledge, TOOLS};
 use crate::registry::Actor;
+use crate::runner::AgentRun;
 use crate::services::Services;
 
 /// The platform of one install: the tenant (of its organization) and the app are fixed when
 /// the call starts, so nothing the app sends can name another tenant or app.
 pub struct InstallPlatform {
-    services: Services,
+    serving: Serving,
     tenant: Actor,
     app_slug: String,
     knowledge: Knowledge,
@@ -24,17 +28,45 @@ impl InstallPlatform {
     /// The platform of `app_slug`'s install for `tenant`, whose knowledge slots are bound as
     /// `knowledge` says.
     pub(crate) fn new(
-        services: Services,
+        serving: Serving,
         tenant: Actor,
         app_slug: String,
         knowledge: Knowledge,
     ) -> Self {
         InstallPlatform {
-            services,
+            serving,
             tenant,
             app_slug,
             knowledge,
         }
+    }
+}
+
+impl InstallPlatform {
+    fn services(&self) -> &Services {
+        self.serving.services()
+    }
+
+    /// Runs `agent` of this install, asked `prompt`, on `chain` (the sandbox's checks passed
+    /// and the chain entered at the agent): `agent.ask` and `team.delegate`.
+    async fn run_own_agent(
+        &self,
+        chain: &ChainContext,
+        agent: &str,
+        prompt: &str,
+    ) -> Result<String, AgentCallError> {
+        let mut run = AgentRun::new(
+            self.tenant.clone(),
+            self.app_slug.clone(),
+            Some(agent.to_owned()),
+            prompt,
+        );
+        run.chain = Some(chain.clone());
+        self.serving
+            .run_agent(run)
+            .await
+            .map(|reply| reply.content)
+            .map_err(AgentCallError::from)
     }
 }
 
@@ -53,14 +85,45 @@ impl Platform for InstallPlatform {
         tool: &str,
         args: Value,
     ) -> Result<Value, ToolCallError> {
-        self.services
+        self.services()
             .call_tool(&self.tenant, &self.app_slug, &self.knowledge, tool, &args)
             .await
     }
 
     async fn secret(&self, _call: &CallInfo, key: &str) -> Option<String> {
-        self.services
+        self.services()
             .secret(&self.tenant, &self.app_slug, key)
+            .await
+    }
+
+    async fn ask(
+        &self,
+        _call: &CallInfo,
+        chain: &ChainContext,
+        agent: &str,
+        prompt: &str,
+    ) -> Result<String, AgentCallError> {
+        self.run_own_agent(chain, agent, prompt).await
+    }
+
+    async fn delegate(
+        &self,
+        _call: &CallInfo,
+        chain: &ChainContext,
+        target: &str,
+        prompt: &str,
+        _from_agent: &str,
+    ) -> Result<String, AgentCallError> {
+        self.run_own_agent(chain, target, prompt).await
+    }
+
+    async fn add_commitment(
+        &self,
+        _call: &CallInfo,
+        commitment: Commitment,
+    ) -> Result<String, ToolCallError> {
+        self.services()
+            .add_commitment(&self.tenant, &self.app_slug, &commitment)
             .await
     }
 

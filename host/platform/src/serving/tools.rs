@@ -16,6 +16,8 @@ pub struct PlatformTool {
     pub scopes: &'static [&'static str],
     /// What it does.
     pub description: &'static str,
+    /// The JSON schema of its arguments, as the agent runner describes it to a model.
+    pub parameters: &'static str,
 }
 
 /// Every platform tool, by name.
@@ -24,41 +26,49 @@ pub const TOOLS: &[PlatformTool] = &[
         name: "chat.complete",
         scopes: &[],
         description: "A chat completion through the host's gateway: the body of /v1/chat/completions (`messages`, and `tier`, `provider`, `model`, `contains_pii` and the OpenAI parameters), not streamed. Billed to the install's tenant, the app named in the usage record. Answers `{content, message, finish_reason, model, provider, usage: {prompt_tokens, completion_tokens, total_tokens, cost_usd}}`.",
+        parameters: r#"{"type":"object","properties":{"messages":{"type":"array","items":{"type":"object"}},"tier":{"type":"string"},"provider":{"type":"string"},"model":{"type":"string"}},"required":["messages"]}"#,
     },
     PlatformTool {
         name: "knowledge.add",
         scopes: &["knowledge.write"],
         description: "Adds a document `{slot, title, text}` to the collection bound to a `read_write` knowledge slot. Answers `{document_id, chunks}`.",
+        parameters: r#"{"type":"object","properties":{"slot":{"type":"string"},"title":{"type":"string"},"text":{"type":"string"}},"required":["slot","title","text"],"additionalProperties":false}"#,
     },
     PlatformTool {
         name: "knowledge.query",
         scopes: &["knowledge.read"],
         description: "Searches the collection bound to knowledge slot `slot` for `query` (`top_k` 1 to 50, default 5). Answers `{matches: [{text, title, score, document_id}]}`.",
+        parameters: r#"{"type":"object","properties":{"slot":{"type":"string"},"query":{"type":"string"},"top_k":{"type":"integer","minimum":1,"maximum":50}},"required":["slot","query"],"additionalProperties":false}"#,
     },
     PlatformTool {
         name: "records.delete",
         scopes: &[],
         description: "Deletes one of the app's records of this install by `id`.",
+        parameters: r#"{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}"#,
     },
     PlatformTool {
         name: "records.get",
         scopes: &[],
         description: "One record by `id`, or null.",
+        parameters: r#"{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}"#,
     },
     PlatformTool {
         name: "records.put",
         scopes: &[],
         description: "Stores `record` (an object) as a record of `record_type`; its `id` is kept or generated. Answers `{id}`.",
+        parameters: r#"{"type":"object","properties":{"record_type":{"type":"string"},"record":{"type":"object"}},"required":["record_type","record"],"additionalProperties":false}"#,
     },
     PlatformTool {
         name: "records.query",
         scopes: &[],
         description: "The records of `record_type` whose top-level fields equal every other argument, oldest first (at most 1,000).",
+        parameters: r#"{"type":"object","properties":{"record_type":{"type":"string"}},"required":["record_type"],"additionalProperties":{"description":"a top-level field of the record and the value it must equal"}}"#,
     },
     PlatformTool {
         name: "records.update",
         scopes: &[],
         description: "Merges `fields` into the record `id`. Answers `{ok: true}`.",
+        parameters: r#"{"type":"object","properties":{"id":{"type":"string"},"fields":{"type":"object"}},"required":["id","fields"],"additionalProperties":false}"#,
     },
 ];
 
@@ -322,6 +332,40 @@ pub(crate) struct Chat {
     pub(crate) metering: atrium_store::Metering,
 }
 
+impl Chat {
+    /// Meters `completed` to `tenant`, naming the app and the agent it was for (none for the
+    /// platform's own calls); answers its cost in micro-dollars.
+    pub(crate) async fn meter(
+        &self,
+        tenant: &TenantKey,
+        completed: &atrium_inference::Completed,
+        app_slug: Option<&str>,
+        agent: Option<&str>,
+    ) -> i64 {
+        let outcome = &completed.outcome;
+        let cost =
+            completed
+                .model
+                .cost_micros(outcome.prompt_tokens, outcome.completion_tokens, false);
+        self.metering
+            .record(atrium_store::UsageRecord {
+                org_id: tenant.org_id.clone(),
+                tenant_id: tenant.tenant_id.clone(),
+                kind: "chat".into(),
+                provider: completed.model.provider.as_str().into(),
+                model: completed.model.id.clone(),
+                prompt_tokens: i64::try_from(outcome.prompt_tokens).unwrap_or(i64::MAX),
+                completion_tokens: i64::try_from(outcome.completion_tokens).unwrap_or(i64::MAX),
+                cost_micros: cost,
+                batch: false,
+                app_slug: app_slug.map(str::to_owned),
+                agent: agent.map(str::to_owned),
+            })
+            .await;
+        cost
+    }
+}
+
 /// The refusal of a gateway failure: a request no backend would take is the app's to mend
 /// (`invalid_arguments`); backends that failed or none configured are the platform's.
 fn gateway_refusal(tool: &str, error: &atrium_inference::GatewayError) -> ToolCallError {
@@ -369,24 +413,8 @@ pub(crate) async fn chat(
         .chat(&call.selection, &call.request)
         .await
         .map_err(|e| gateway_refusal(tool, &e))?;
+    let cost = chat.meter(tenant, &completed, Some(app_slug), None).await;
     let outcome = &completed.outcome;
-    let cost = completed
-        .model
-        .cost_micros(outcome.prompt_tokens, outcome.completion_tokens, false);
-    chat.metering
-        .record(atrium_store::UsageRecord {
-            org_id: tenant.org_id.clone(),
-            tenant_id: tenant.tenant_id.clone(),
-            kind: "chat".into(),
-            provider: completed.model.provider.as_str().into(),
-            model: completed.model.id.clone(),
-            prompt_tokens: i64::try_from(outcome.prompt_tokens).unwrap_or(i64::MAX),
-            completion_tokens: i64::try_from(outcome.completion_tokens).unwrap_or(i64::MAX),
-            cost_micros: cost,
-            batch: false,
-            app_slug: Some(app_slug.to_owned()),
-        })
-        .await;
     Ok(json!({
         "content": outcome.message.get("content").cloned().unwrap_or(Value::Null),
         "message": outcome.message,

@@ -22,9 +22,13 @@ impl commitments::Host for Commitments<'_> {
         from_agent: String,
         due_at: Option<String>,
     ) -> wasmtime::Result<Result<String, ToolCallError>> {
-        if let Err(refusal) =
-            sandbox::commitment(&*self.call.manifest, &title, &from_agent, due_at.as_deref())
-        {
+        if let Err(refusal) = sandbox::commitment(
+            &*self.call.manifest,
+            &title,
+            &content,
+            &from_agent,
+            due_at.as_deref(),
+        ) {
             return Ok(Err(refusal.into()));
         }
         let commitment = Commitment {

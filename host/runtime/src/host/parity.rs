@@ -19,6 +19,7 @@ use crate::bindings::atrium::app::{
 use crate::memory::MemoryPlatform;
 use crate::state::CallContext;
 use crate::{CallInfo, Capability, ChainContext, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS};
+use atrium_manifest::sandbox::{MAX_COMMITMENT_CONTENT_CHARS, MAX_COMMITMENT_TITLE_CHARS};
 
 static MANIFEST: ManifestInfo = atrium_sdk::manifest!("tests/fixtures/sandbox-parity.yaml");
 const MANIFEST_TEXT: &str = include_str!("../../tests/fixtures/sandbox-parity.yaml");
@@ -52,6 +53,7 @@ enum Op {
     },
     Commit {
         title: String,
+        content: String,
         from_agent: String,
         due_at: Option<String>,
     },
@@ -128,11 +130,12 @@ fn probe(ctx: &Ctx<'_>, op: Op) -> Result<Value, Error> {
         Op::Ask { agent } => agent_outcome(ctx.agent.ask("hello", agent.as_deref())),
         Op::Commit {
             title,
+            content,
             from_agent,
             due_at,
         } => tool_outcome(
             ctx.commitments
-                .add(&title, "details", &from_agent, due_at.as_deref()),
+                .add(&title, &content, &from_agent, due_at.as_deref()),
         ),
         Op::Tool { name, args } => tool_outcome(ctx.tools.call(&name, args)),
         Op::PublicUrl { path } => match ctx.public_callback_url(&path) {
@@ -252,11 +255,12 @@ async fn through_runtime(
         ),
         Op::Commit {
             title,
+            content,
             from_agent,
             due_at,
         } => host_tool(
             commitments::Commitments { call }
-                .add(title, "details".into(), from_agent, due_at)
+                .add(title, content, from_agent, due_at)
                 .await
                 .unwrap(),
         ),
@@ -307,8 +311,13 @@ fn delegate(target: &str, from_agent: &str) -> Op {
 }
 
 fn commit(title: &str, from_agent: &str, due_at: Option<&str>) -> Op {
+    commit_with(title, "details", from_agent, due_at)
+}
+
+fn commit_with(title: &str, content: &str, from_agent: &str, due_at: Option<&str>) -> Op {
     Op::Commit {
         title: title.into(),
+        content: content.into(),
         from_agent: from_agent.into(),
         due_at: due_at.map(str::to_owned),
     }
@@ -319,6 +328,10 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
     use Expect::{Decision, Failed, Ok, Reason};
     let longest = "x".repeat(MAX_ROOM_MESSAGE_CHARS);
     let too_long = "x".repeat(MAX_ROOM_MESSAGE_CHARS + 1);
+    let longest_title = "é".repeat(MAX_COMMITMENT_TITLE_CHARS);
+    let too_long_title = "é".repeat(MAX_COMMITMENT_TITLE_CHARS + 1);
+    let longest_content = "é".repeat(MAX_COMMITMENT_CONTENT_CHARS);
+    let too_long_content = "é".repeat(MAX_COMMITMENT_CONTENT_CHARS + 1);
     let deepest = MAX_CHAIN_DEPTH;
     let rows: Vec<(Op, u32, bool, Expect)> = vec![
         // rooms.post
@@ -565,6 +578,24 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
         ),
         (
             commit("Call back", "lead", Some("next tuesday")),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (
+            commit_with(&longest_title, &longest_content, "lead", None),
+            1,
+            false,
+            Ok,
+        ),
+        (
+            commit_with(&too_long_title, "", "lead", None),
+            1,
+            false,
+            Decision("invalid_arguments"),
+        ),
+        (
+            commit_with("Call back", &too_long_content, "lead", None),
             1,
             false,
             Decision("invalid_arguments"),

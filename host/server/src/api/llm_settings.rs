@@ -3,6 +3,8 @@
 //! Tenant users read them, tenant admins change them.
 
 use atrium_platform::llm_roles::{self, Resolved, Role, Route, UpdateError};
+use atrium_platform::runner::{self, Limits};
+use atrium_store::{AgentLimitsRow, TenantKey};
 use axum::extract::State;
 use axum::{Json, Router};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -48,6 +50,21 @@ pub struct ModelTiersView {
     pub premium: &'static str,
 }
 
+/// The limits of one agent run, as they apply.
+#[derive(Debug, Serialize)]
+pub struct AgentLimitsView {
+    /// The most model steps.
+    pub max_steps: u32,
+    /// The most a run may cost, in US dollars.
+    pub budget_usd: f64,
+    /// How long a run may take, model calls and tools included.
+    pub timeout_seconds: u64,
+    /// The fields the tenant set (the others are the defaults).
+    pub set: Vec<&'static str>,
+    /// When the tenant last set them (RFC 3339), or null.
+    pub updated_at: Option<String>,
+}
+
 /// The answer of `GET` and `PUT /api/llm-settings`.
 #[derive(Debug, Serialize)]
 pub struct LlmSettings {
@@ -55,6 +72,24 @@ pub struct LlmSettings {
     pub roles: RolesView,
     /// How a heartbeat's `model_tier` maps to a role.
     pub model_tiers: ModelTiersView,
+    /// The limits of one agent run.
+    pub agent_limits: AgentLimitsView,
+}
+
+/// The agent limits a `PUT` changes: a number sets the field, `null` returns it to the
+/// default, a field left out keeps what it has.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentLimitsInput {
+    /// 1 to 50.
+    #[serde(default, deserialize_with = "present")]
+    pub max_steps: Option<Option<i64>>,
+    /// 0.001 to 100.
+    #[serde(default, deserialize_with = "present")]
+    pub budget_usd: Option<Option<f64>>,
+    /// 5 to 900.
+    #[serde(default, deserialize_with = "present")]
+    pub timeout_seconds: Option<Option<i64>>,
 }
 
 /// One role in a `PUT`: at least one of the three.
@@ -93,7 +128,11 @@ pub struct RolesInput {
 #[serde(deny_unknown_fields)]
 pub struct PutLlmSettings {
     /// The roles to change.
+    #[serde(default)]
     pub roles: RolesInput,
+    /// The agent limits to change.
+    #[serde(default)]
+    pub agent_limits: Option<AgentLimitsInput>,
 }
 
 /// A field that is present, with its value or null (a field left out stays `None`).
@@ -103,8 +142,37 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     Option::<T>::deserialize(deserializer).map(Some)
 }
 
+fn limits_view(row: &AgentLimitsRow, limits: &Limits) -> AgentLimitsView {
+    let mut set = Vec::new();
+    for (name, value) in [
+        ("max_steps", row.max_steps),
+        ("budget_usd", row.budget_micros),
+        ("timeout_seconds", row.timeout_ms),
+    ] {
+        if value.is_some() {
+            set.push(name);
+        }
+    }
+    AgentLimitsView {
+        max_steps: limits.max_steps,
+        budget_usd: limits.budget_micros as f64 / 1_000_000.0,
+        timeout_seconds: limits.timeout.as_secs(),
+        set,
+        updated_at: row.updated_at.map(time),
+    }
+}
+
+/// The answer for `resolved`, which holds every role ([`llm_roles::resolve`]), and the agent
+/// limits.
+async fn settings(state: &HostState, tenant: &TenantKey) -> Result<LlmSettings, ApiError> {
+    let resolved = llm_roles::resolve(&state.store, tenant).await?;
+    let row = state.store.agent_limits(tenant).await?;
+    let limits = runner::tenant_limits(&state.store, tenant).await?;
+    Ok(view(&resolved, limits_view(&row, &limits)))
+}
+
 /// The answer for `resolved`, which holds every role ([`llm_roles::resolve`]).
-fn view(resolved: &[Resolved]) -> LlmSettings {
+fn view(resolved: &[Resolved], agent_limits: AgentLimitsView) -> LlmSettings {
     let role = |role: Role| {
         let default = Resolved {
             role,
@@ -136,7 +204,56 @@ fn view(resolved: &[Resolved]) -> LlmSettings {
             standard: role_of("standard"),
             premium: role_of("premium"),
         },
+        agent_limits,
     }
+}
+
+/// The limits `input` sets over `row`, checked: the field at fault and why.
+fn changed_limits(
+    mut row: AgentLimitsRow,
+    input: &AgentLimitsInput,
+) -> Result<AgentLimitsRow, ApiError> {
+    let out_of = |field: &str, range: String| {
+        ApiError::field(
+            &format!("agent_limits.{field}"),
+            format!("agent_limits.{field} must be from {range}"),
+        )
+    };
+    if let Some(steps) = input.max_steps {
+        if let Some(n) = steps
+            && !runner::MAX_STEPS_RANGE.contains(&n)
+        {
+            let r = &runner::MAX_STEPS_RANGE;
+            return Err(out_of("max_steps", format!("{} to {}", r.start(), r.end())));
+        }
+        row.max_steps = steps;
+    }
+    if let Some(budget) = input.budget_usd {
+        let micros = budget.map(|usd| (usd * 1_000_000.0).round());
+        if let Some(m) = micros
+            && !(m.is_finite() && runner::BUDGET_MICROS_RANGE.contains(&(m as i64)))
+        {
+            let r = &runner::BUDGET_MICROS_RANGE;
+            return Err(out_of(
+                "budget_usd",
+                format!("{} to {}", *r.start() as f64 / 1e6, *r.end() as f64 / 1e6),
+            ));
+        }
+        row.budget_micros = micros.map(|m| m as i64);
+    }
+    if let Some(timeout) = input.timeout_seconds {
+        if let Some(n) = timeout
+            && !runner::TIMEOUT_SECONDS_RANGE.contains(&n)
+        {
+            let r = &runner::TIMEOUT_SECONDS_RANGE;
+            return Err(out_of(
+                "timeout_seconds",
+                format!("{} to {}", r.start(), r.end()),
+            ));
+        }
+        row.timeout_ms = timeout.map(|s| s * 1_000);
+    }
+    Ok(row)
 }
 
 /// The caller's tenant's roles.
@@ -144,8 +261,7 @@ pub async fn get(
     State(state): State<HostState>,
     TenantUser(tenant): TenantUser,
 ) -> Result<Json<LlmSettings>, ApiError> {
-    let resolved = llm_roles::resolve(&state.store, &tenant.key()).await?;
-    Ok(Json(view(&resolved)))
+    Ok(Json(settings(&state, &tenant.key()).await?))
 }
 
 /// Changes the caller's tenant's roles; answers them all.
@@ -175,14 +291,25 @@ pub async fn put(
         }
     }
     let key = tenant.key();
+    // The limits are checked before the roles are stored (the roles are all checked before
+    // any is stored), so a refused field changes nothing.
+    let limits = match &body.agent_limits {
+        Some(input) => Some(changed_limits(
+            state.store.agent_limits(&key).await?,
+            input,
+        )?),
+        None => None,
+    };
     llm_roles::update(&state.store, &key, &set, &reset)
         .await
         .map_err(|e| match e {
             UpdateError::Invalid { field, message } => ApiError::field(&field, message),
             UpdateError::Store(e) => ApiError::from(e),
         })?;
-    let resolved = llm_roles::resolve(&state.store, &key).await?;
-    Ok(Json(view(&resolved)))
+    if let Some(limits) = limits {
+        state.store.put_agent_limits(&key, &limits).await?;
+    }
+    Ok(Json(settings(&state, &key).await?))
 }
 
 /// The routes of a tenant's model roles.

@@ -3,9 +3,12 @@
 //! (tenant admin or user token: the catalogue, installs, integrations) and the public scope
 //! catalogue at `/api/scopes`. Every handler names the principal it accepts in its extractor.
 
+mod commitments;
+mod conversations;
 mod dev;
 mod installs;
 mod llm_settings;
+mod mcp;
 mod routes;
 mod secrets;
 mod tenant_tokens;
@@ -25,6 +28,9 @@ pub fn router() -> Router<HostState> {
         .merge(tenant_tokens::router())
         .merge(installs::router())
         .merge(llm_settings::router())
+        .merge(commitments::router())
+        .merge(conversations::router())
+        .merge(mcp::router())
         .merge(routes::router())
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))

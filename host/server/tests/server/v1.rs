@@ -81,6 +81,7 @@ async fn tenants_register_update_and_show_in_usage() {
             cost_micros: cost,
             batch: false,
             app_slug: None,
+            agent: None,
         };
         store.record_usage(&record("t-1", 1_250)).await.unwrap();
         store.record_usage(&record("t-2", 500)).await.unwrap();

@@ -46,6 +46,7 @@ fn record(org: &str, tenant: &str, cost_micros: i64) -> UsageRecord {
         cost_micros,
         batch: false,
         app_slug: None,
+        agent: None,
     }
 }
 
@@ -222,6 +223,7 @@ async fn usage_rolls_up_per_tenant_and_per_organization() {
             .record_usage(&UsageRecord {
                 batch: true,
                 app_slug: None,
+                agent: None,
                 ..record(&org, "t-b", 750)
             })
             .await

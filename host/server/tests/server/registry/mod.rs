@@ -5,8 +5,11 @@
 //! This module is the harness (a [`Host`] on a free port and the requests and fixtures the
 //! tests send it); each area's tests are a module of their own.
 
+mod agents;
 mod at_rest;
 mod bundles;
+mod commitments;
+mod conversations;
 mod hooks;
 mod installs;
 mod preflight;
@@ -143,6 +146,42 @@ impl Host {
             Body::Raw(content_type, body),
         )
         .await
+    }
+
+    /// Registers `manifest` (its version `1.0.0`) with `component` as app `slug` and promotes
+    /// it, asserting both succeed.
+    pub(super) async fn publish(&self, slug: &str, token: &str, manifest: &str, component: &[u8]) {
+        let (status, body) = self
+            .register(
+                slug,
+                token,
+                &[
+                    ("manifest", None, manifest.as_bytes()),
+                    ("component", None, component),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{slug}: {body}");
+        let (status, body) = self
+            .post(
+                &format!("/api/dev/apps/{slug}/versions/1.0.0/promote"),
+                token,
+                Body::None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{slug}: {body}");
+    }
+
+    /// Activates `slug` for the tenant of `admin` with `granted_scopes`, asserting it is new.
+    pub(super) async fn activate(&self, slug: &str, admin: &str, granted_scopes: &[&str]) {
+        let (status, body) = self
+            .post(
+                &format!("/api/installs/{slug}/activate"),
+                admin,
+                Body::Json(serde_json::json!({"granted_scopes": granted_scopes})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{slug}: {body}");
     }
 
     /// Registers version `version` of `slug` as a container-image app: the manifest alone.

@@ -167,16 +167,10 @@ async fn tools_run_with_the_install_and_fail_alone() {
 
         // What this host does not offer yet answers one typed refusal naming the capability;
         // a call that breaks a sandbox rule is still refused for that rule first.
-        for (capability, op) in [
-            (
-                "rooms.post",
-                json!({"op": "post", "room": "r1", "content": "hi", "from": "lead"}),
-            ),
-            (
-                "commitments.add",
-                json!({"op": "commit", "title": "Call back", "content": "Friday", "from": "lead"}),
-            ),
-        ] {
+        for (capability, op) in [(
+            "rooms.post",
+            json!({"op": "post", "room": "r1", "content": "hi", "from": "lead"}),
+        )] {
             let (_, body) = call("platform", op, &user).await;
             let err = &body["result"]["err"];
             assert_eq!(err["decision"], "not_available", "{body}");
@@ -189,10 +183,6 @@ async fn tools_run_with_the_install_and_fail_alone() {
         }
         for (capability, op) in [
             (
-                "team.delegate",
-                json!({"op": "delegate", "target": "helper", "prompt": "p", "from": "lead"}),
-            ),
-            (
                 "apps.invoke",
                 json!({"op": "invoke", "app": "ledger", "agent": "default", "prompt": "p"}),
             ),
@@ -201,7 +191,6 @@ async fn tools_run_with_the_install_and_fail_alone() {
                 json!({"op": "fetch_app", "app": "ledger", "path": "/x", "method": "GET"}),
             ),
             ("events.emit", json!({"op": "emit", "name": "probe_event"})),
-            ("agent.ask", json!({"op": "ask", "prompt": "p"})),
         ] {
             let (_, body) = call("platform", op, &user).await;
             assert_eq!(
@@ -558,6 +547,14 @@ async fn tools_run_with_the_install_and_fail_alone() {
         let depot = token("depot", "user", acme.secret.clone()).await;
         let umbrella = store.create_key(&unique("umbrella"), "ops").await.unwrap();
         let stranger = token("shop", "admin", umbrella.secret.clone()).await;
+        let callers = super::commitments::Callers {
+            user: &user,
+            admin: &admin,
+            other_tenant: &depot,
+            other_org: &stranger,
+            org_key: &acme.secret,
+        };
+        super::commitments::commitments_are_kept_for_the_tenant(&host, &app, &callers).await;
         for who in [&depot, &stranger] {
             let (status, body) = call("echo", json!({}), who).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{body}");

@@ -1,0 +1,59 @@
+//! Commitments: `commitments.add` stores a promise of an install's agent, which the tenant's
+//! users list and mark done or dismissed (`/api/commitments`). The runtime has already applied
+//! the sandbox rule (`atrium_manifest::sandbox::commitment`: a declared agent, a title, the
+//! lengths, `due_at` with an offset); this module stores what passed.
+
+use atrium_manifest::sandbox::{Capability, Decision, ToolRefusal};
+use atrium_runtime::{Commitment, ToolCallError};
+use atrium_store::{NewCommitment, Store, StoredCommitment};
+
+use crate::registry::Actor;
+
+/// `due_at` as ms since the epoch: an ISO-8601 time with an offset, as the sandbox rule
+/// checked. None for a text that is not one.
+#[must_use]
+pub fn due_at_millis(due_at: &str) -> Option<i64> {
+    due_at
+        .parse::<jiff::Timestamp>()
+        .ok()
+        .map(jiff::Timestamp::as_millisecond)
+}
+
+/// Stores `commitment` of `app_slug`'s install for `tenant` (the user the call serves, if
+/// any, recorded with it) and answers its id.
+pub async fn add(
+    store: &Store,
+    tenant: &Actor,
+    app_slug: &str,
+    commitment: &Commitment,
+) -> Result<StoredCommitment, ToolCallError> {
+    let tool = Capability::CommitmentsAdd.as_str();
+    let due_at = match commitment.due_at.as_deref() {
+        None => None,
+        Some(text) => Some(due_at_millis(text).ok_or_else(|| {
+            ToolRefusal::new(
+                tool,
+                Decision::InvalidArguments,
+                format!("due_at `{text}` is not an ISO-8601 time with an offset"),
+            )
+        })?),
+    };
+    let new = NewCommitment {
+        agent: &commitment.from_agent,
+        user_id: tenant.user_id.as_deref(),
+        title: &commitment.title,
+        content: &commitment.content,
+        due_at,
+    };
+    store
+        .add_commitment(&tenant.install(app_slug), &new)
+        .await
+        .map_err(|e| {
+            tracing::error!(app = %app_slug, tenant = %tenant.tenant, error = %e, "storing a commitment failed");
+            ToolCallError::from(ToolRefusal::new(
+                tool,
+                Decision::Failed,
+                "the platform failed to store the commitment; try again",
+            ))
+        })
+}

@@ -1,0 +1,191 @@
+//! What the runner offers a model as tools, in OpenAI's `tools` format, and how a name the
+//! model calls maps back to what runs.
+//!
+//! - The app's tools: those declared `agent_visible`, filtered by the agent's `tools_allowed`
+//!   (none: all), under their own names.
+//! - The platform tools whose skill the agent's `allowed_skills` allows (none: every skill) and
+//!   whose scopes the install holds: a skill is a platform tool's family (`records`,
+//!   `knowledge`), so `records` allows `records.get`, `records.put`, ...; offered as
+//!   `records-get` (a function name cannot hold a dot, and an app's tool name cannot hold a
+//!   hyphen, so the two never collide). `chat.complete` is not offered: the agent is already
+//!   talking to a model. A call of an allowed platform tool that was not offered for want of a
+//!   scope is still checked, and refused `scope_denied`.
+//! - `team-delegate`, when the agent has a team: asks a teammate, through the same checks as
+//!   `team.delegate`.
+
+use atrium_manifest::Manifest;
+use serde_json::{Value, json};
+
+use crate::registry::InstalledAgent;
+use crate::serving::TOOLS;
+
+/// The function name of team delegation.
+pub const DELEGATE: &str = "team-delegate";
+
+/// What a tool name of the model's stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A tool of the app (offered or not: one that is not offered is still run as the app's
+    /// call would be, and refused there if the agent may not call it).
+    App(String),
+    /// A platform tool (`records.get`).
+    Platform(&'static str),
+    /// Team delegation.
+    Delegate,
+}
+
+/// The tools offered to one agent.
+#[derive(Debug, Clone)]
+pub struct Offered {
+    /// The `tools` member of the chat request; empty when nothing is offered.
+    pub specs: Vec<Value>,
+    /// The agent's `tools_allowed`, when it restricts.
+    tools_allowed: Option<Vec<String>>,
+    /// The agent's `allowed_skills`, when it restricts.
+    allowed_skills: Option<Vec<String>>,
+    /// Whether the agent has a team.
+    team: bool,
+}
+
+/// The skill (family) of platform tool `name`: `records` for `records.get`.
+#[must_use]
+pub fn skill_of(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(family, _)| family)
+}
+
+/// Whether `allowed_skills` (none: no restriction) allows platform tool `tool`: its skill or
+/// its own name is listed.
+fn skill_allowed(allowed_skills: Option<&[String]>, tool: &str) -> bool {
+    let skill = skill_of(tool);
+    allowed_skills.is_none_or(|skills| skills.iter().any(|s| s == skill || s == tool))
+}
+
+fn function(name: &str, description: &str, parameters: Value) -> Value {
+    json!({
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    })
+}
+
+impl Offered {
+    /// The tools of `agent` (with the tenant's edits) of an app with `manifest`, installed
+    /// with the scopes `granted` holds.
+    #[must_use]
+    pub fn for_agent(
+        manifest: &Manifest,
+        agent: &InstalledAgent,
+        granted: impl Fn(&str) -> bool,
+    ) -> Self {
+        let mut specs = Vec::new();
+        for tool in &manifest.tools {
+            let allowed = agent
+                .tools_allowed
+                .as_ref()
+                .is_none_or(|a| a.contains(&tool.name));
+            if tool.agent_visible && allowed {
+                specs.push(function(
+                    &tool.name,
+                    &tool.description,
+                    json!({"type": "object", "additionalProperties": true}),
+                ));
+            }
+        }
+        for tool in TOOLS {
+            if tool.name == "chat.complete" {
+                continue;
+            }
+            if skill_allowed(agent.allowed_skills.as_deref(), tool.name)
+                && tool.scopes.iter().all(|s| granted(s))
+            {
+                let parameters = serde_json::from_str(tool.parameters)
+                    .unwrap_or_else(|_| json!({"type": "object"}));
+                specs.push(function(
+                    &tool.name.replace('.', "-"),
+                    tool.description,
+                    parameters,
+                ));
+            }
+        }
+        let team = manifest
+            .agents
+            .iter()
+            .find(|a| a.id == agent.id)
+            .map(|a| a.team.clone())
+            .unwrap_or_default();
+        if !team.is_empty() {
+            specs.push(function(
+                DELEGATE,
+                &format!(
+                    "Asks a teammate to do part of the work and answers what they replied. Teammates: {}.",
+                    team.join(", ")
+                ),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "agent": {"type": "string", "enum": team},
+                        "prompt": {"type": "string", "description": "what to ask them"},
+                    },
+                    "required": ["agent", "prompt"],
+                    "additionalProperties": false,
+                }),
+            ));
+        }
+        Offered {
+            specs,
+            tools_allowed: agent.tools_allowed.clone(),
+            allowed_skills: agent.allowed_skills.clone(),
+            team: !team.is_empty(),
+        }
+    }
+
+    /// What the model's call of `name` runs, or why it runs nothing (a sentence for the model).
+    pub fn target(&self, manifest: &Manifest, name: &str) -> Result<Target, String> {
+        if name == DELEGATE && self.team {
+            return Ok(Target::Delegate);
+        }
+        if manifest.tool(name).is_some() {
+            if let Some(allowed) = &self.tools_allowed
+                && !allowed.iter().any(|a| a == name)
+            {
+                return Err(format!(
+                    "tool `{name}` is not in this agent's tools_allowed ({})",
+                    allowed.join(", ")
+                ));
+            }
+            return Ok(Target::App(name.to_owned()));
+        }
+        if let Some(tool) = TOOLS.iter().find(|t| t.name.replace('.', "-") == name) {
+            if tool.name != "chat.complete"
+                && skill_allowed(self.allowed_skills.as_deref(), tool.name)
+            {
+                return Ok(Target::Platform(tool.name));
+            }
+            return Err(format!(
+                "platform tool `{}` is not among this agent's allowed_skills",
+                tool.name
+            ));
+        }
+        Err(format!("no tool `{name}` is offered to this agent"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_platform_tool_describes_its_arguments_as_a_json_schema_object() {
+        for tool in TOOLS {
+            let schema: Value = serde_json::from_str(tool.parameters)
+                .unwrap_or_else(|e| panic!("{}: {e}", tool.name));
+            assert_eq!(schema["type"], "object", "{}", tool.name);
+        }
+    }
+
+    #[test]
+    fn a_skill_is_a_platform_tools_family() {
+        assert_eq!(skill_of("records.query"), "records");
+        assert_eq!(skill_of("knowledge.add"), "knowledge");
+        assert_eq!(skill_of("plain"), "plain");
+    }
+}

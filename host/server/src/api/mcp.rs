@@ -1,0 +1,153 @@
+//! `/api/mcp`: the platform's calls for apps outside the runtime (containers, through the
+//! compatibility shim), authenticated by the `APP_MCP_TOKEN` of their call
+//! ([`crate::principals::AppCaller`]). A component reaches the same capabilities through its
+//! imports; both go through the same checks and the same agent runner.
+
+use atrium_manifest::sandbox::{self, ChainContext, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS};
+use atrium_platform::runner::{AgentRun, RunUsage};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use crate::principals::AppCaller;
+use crate::{ApiError, HostState, JsonBody};
+
+/// `POST /api/mcp/agent-invoke`: team delegation.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentInvoke {
+    /// The agent of the calling app to run.
+    pub agent: String,
+    /// What it is asked.
+    pub prompt: String,
+    /// The calling agent, whose team must hold `agent`.
+    pub from_agent: String,
+}
+
+/// What a run spent.
+#[derive(Debug, Serialize)]
+pub struct UsageView {
+    /// Model steps.
+    pub steps: u32,
+    /// Input tokens.
+    pub prompt_tokens: u64,
+    /// Output tokens.
+    pub completion_tokens: u64,
+    /// Cost in US dollars.
+    pub cost_usd: f64,
+}
+
+impl From<RunUsage> for UsageView {
+    fn from(u: RunUsage) -> Self {
+        UsageView {
+            steps: u.steps,
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            cost_usd: u.cost_micros as f64 / 1_000_000.0,
+        }
+    }
+}
+
+/// The answer of `POST /api/mcp/agent-invoke`.
+#[derive(Debug, Serialize)]
+pub struct AgentInvoked {
+    /// The agent that answered.
+    pub agent: String,
+    /// Its answer.
+    pub answer: String,
+    /// The chain depth the agent ran at.
+    pub chain_depth: u32,
+    /// What the run spent.
+    pub usage: UsageView,
+}
+
+/// A refused agent call: 403 `agent_call_refused`, the `AgentCallError` reason as the message.
+fn refused(reason: String) -> ApiError {
+    ApiError::forbidden("agent_call_refused", reason)
+}
+
+/// The chain of the request: the caller's headers, never shallower than the chain of the call
+/// its token was issued for, and never forgetting an agent on it.
+fn chain(headers: &HeaderMap, token: &ChainContext) -> Result<ChainContext, ApiError> {
+    let header = |name: &str| -> Result<Option<&str>, ApiError> {
+        headers
+            .get(name)
+            .map(|v| {
+                v.to_str()
+                    .map_err(|_| ApiError::bad_request(format!("{name} must be text"), Some(name)))
+            })
+            .transpose()
+    };
+    let sent =
+        ChainContext::from_headers(header(HEADER_CHAIN_DEPTH)?, header(HEADER_VISITED_AGENTS)?)
+            .map_err(|r| refused(r.reason))?;
+    let mut visited = token.visited.clone();
+    for agent in sent.visited {
+        if !visited.contains(&agent) {
+            visited.push(agent);
+        }
+    }
+    Ok(ChainContext {
+        depth: sent.depth.max(token.depth),
+        visited,
+    })
+}
+
+/// Runs an agent of the calling app for the token's tenant, through the team checks: 200 with
+/// the answer; 403 `agent_call_refused` for a check that refused (the reason names it); 422
+/// `agent_call_failed` for a run that produced no answer (step limit, budget, deadline, model).
+pub async fn agent_invoke(
+    State(state): State<HostState>,
+    AppCaller(app): AppCaller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<AgentInvoke>,
+) -> Result<Json<AgentInvoked>, ApiError> {
+    let serving = state.serving()?;
+    let token_chain = ChainContext {
+        depth: app.chain_depth.max(1),
+        visited: app.visited_agents.clone(),
+    };
+    let chain = chain(&headers, &token_chain)?;
+    let actor = app.actor();
+    let install = serving
+        .active_install(&actor, &app.app_slug)
+        .await
+        .map_err(|_| {
+            ApiError::not_found(format!(
+                "`{}` is not installed and active for this tenant",
+                app.app_slug
+            ))
+        })?;
+    let loaded = serving
+        .app(&app.app_slug, &install.version)
+        .await
+        .map_err(|e| ApiError::internal("loading the app failed", &e))?;
+    let chain = sandbox::delegate(
+        loaded.manifest(),
+        &chain,
+        false,
+        &body.agent,
+        &body.from_agent,
+    )
+    .map_err(|r| refused(r.reason))?;
+    let depth = chain.depth;
+    let mut run = AgentRun::new(actor, &app.app_slug, Some(body.agent), body.prompt);
+    run.chain = Some(chain);
+    let reply = serving
+        .run_agent(run)
+        .await
+        .map_err(|e| ApiError::unprocessable("agent_call_failed", None, e.reason, None))?;
+    Ok(Json(AgentInvoked {
+        agent: reply.agent,
+        answer: reply.content,
+        chain_depth: depth,
+        usage: reply.usage.into(),
+    }))
+}
+
+/// The routes for apps outside the runtime.
+pub(super) fn router() -> Router<HostState> {
+    Router::new().route("/mcp/agent-invoke", post(agent_invoke))
+}
