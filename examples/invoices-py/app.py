@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from atrium_sdk import App, HandlerFailure, InvalidInput, Request, Response
+from atrium_sdk import AgentCallError, App, HandlerFailure, InvalidInput, Request, Response
 
 from pdf import single_page
 
@@ -87,6 +87,23 @@ async def send_reminder(ctx, id: str, to: str):
         "mail.send", {"to": to, "subject": f"Invoice {id} from {company}", "body": text}
     )
     return {"id": id, "sent": sent}
+
+
+@app.tool("chase_overdue", scopes_required=[])
+async def chase_overdue(ctx, id: str):
+    """Asks the collector to draft a reminder (team delegation from the clerk); when the
+    collector cannot answer (`AgentCallError`), it promises a follow-up instead."""
+    prompt = f"Invoice {id} is overdue. Draft a short, polite and firm payment reminder."
+    try:
+        draft = await ctx.team.delegate("collector", prompt, from_agent="clerk")
+    except AgentCallError as refused:
+        commitment = await ctx.commitments.add(
+            f"Chase invoice {id}",
+            f"The collector could not draft the reminder: {refused.reason}",
+            "collector",
+        )
+        return {"id": id, "draft": None, "reason": refused.reason, "commitment": commitment}
+    return {"id": id, "draft": draft}
 
 
 @app.on_install

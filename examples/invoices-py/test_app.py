@@ -208,7 +208,7 @@ def test_the_pdf_cross_reference_points_at_its_objects():
 
 def test_every_declared_handler_is_registered():
     registration = app.registration()
-    assert registration.tools == ["approve_invoice", "list_invoices", "send_reminder"]
+    assert registration.tools == ["approve_invoice", "chase_overdue", "list_invoices", "send_reminder"]
     assert registration.lifecycle == ["on_install", "on_uninstall", "on_inbound"]
     assert registration.schedules == ["monday_digest", "nightly_reconcile"]
     assert registration.events == ["entry_booked"]
@@ -227,3 +227,16 @@ def test_the_dev_mock_file_drives_a_local_run():
     with pytest.raises(ToolCallError) as err:
         c.call_tool("send_reminder", {"id": "inv-2", "to": "ap@gamma.example"})
     assert (err.value.decision, err.value.needed_scopes) == ("scope_denied", ["mail.send"])
+
+
+def test_chasing_asks_the_collector_or_promises_a_follow_up():
+    answer = client().call_tool("chase_overdue", {"id": "inv-2"})
+    assert answer["draft"].startswith("[invoice-desk-py:collector] Invoice inv-2 is overdue.")
+    # Without a collector to answer, the typed error becomes a commitment.
+    offline = client().without("team.delegate")
+    answer = offline.call_tool("chase_overdue", {"id": "inv-2"})
+    assert answer["draft"] is None
+    assert answer["reason"] == "not_available: `team.delegate` is not available on this host"
+    assert answer["commitment"] == "commitment-1"
+    title, _, agent, due = offline.commitments[0]
+    assert (title, agent, due) == ("Chase invoice inv-2", "collector", None)

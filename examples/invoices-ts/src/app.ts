@@ -9,6 +9,8 @@
 // - a secret (`BANK_API_KEY`) and outbound HTTP to a declared egress host (`*.bank.example`);
 // - events it emits (`invoice_approved`, `invoice_overdue`) and one it handles
 //   (`entry_booked` from the ledger app);
+// - agents: the clerk delegates to the collector (`chase_overdue`), and when the collector
+//   cannot answer (`AgentCallError`) it records a commitment instead;
 // - lifecycle hooks and named schedules;
 // - HTTP routes, one of them public (an invoice as PDF).
 //
@@ -16,6 +18,7 @@
 // `records.update` (`invoices.write`), `mail.send` (`mail.send`).
 
 import {
+  AgentCallError,
   App,
   FailedError,
   HttpResponse,
@@ -135,6 +138,25 @@ async function sendReminder(ctx: Ctx, args: Args) {
   return { id, sent };
 }
 
+// Asks the collector to draft a reminder (team delegation from the clerk); when the collector
+// cannot answer (`AgentCallError`), it promises a follow-up instead.
+async function chaseOverdue(ctx: Ctx, args: Args) {
+  const id = requireString(args, 'id');
+  const prompt = `Invoice ${id} is overdue. Draft a short, polite and firm payment reminder.`;
+  try {
+    const draft = await ctx.team.delegate('collector', prompt, { fromAgent: 'clerk' });
+    return { id, draft };
+  } catch (e) {
+    if (!(e instanceof AgentCallError)) throw e;
+    const commitment = await ctx.commitments.add(
+      `Chase invoice ${id}`,
+      `The collector could not draft the reminder: ${e.reason}`,
+      'collector',
+    );
+    return { id, draft: null, reason: e.reason, commitment };
+  }
+}
+
 async function onInstall(ctx: Ctx) {
   const company = settingString(ctx, 'company_name');
   if (company === null || company.trim() === '') {
@@ -242,6 +264,7 @@ const app = App.fromManifest('atrium.app.yaml')
   .tool('list_invoices', { description: 'Lists the tenant\'s invoices, newest first.', scopesRequired: ['invoices.read'] }, listInvoices)
   .tool('approve_invoice', { scopesRequired: ['invoices.read', 'invoices.write'] }, approveInvoice)
   .tool('send_reminder', { scopesRequired: ['mail.send'] }, sendReminder)
+  .tool('chase_overdue', { scopesRequired: [] }, chaseOverdue)
   .onInstall(onInstall)
   .onUninstall(onUninstall)
   .onInbound(onInbound)

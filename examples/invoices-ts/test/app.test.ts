@@ -93,6 +93,19 @@ test('reminders use the install text', async () => {
   assert.deepEqual(args, { to: 'ap@gamma.example', subject: 'Invoice inv-2 from Acme', body: 'Please pay.' });
 });
 
+test('chasing asks the collector or promises a follow-up', async () => {
+  const answer = (await client().callTool('chase_overdue', { id: 'inv-2' })) as Record<string, unknown>;
+  assert.match(String(answer.draft), /^\[invoice-desk-ts:collector\] Invoice inv-2 is overdue\./);
+  // Without a collector to answer, the typed error becomes a commitment.
+  const offline = client().without('team.delegate');
+  const refused = (await offline.callTool('chase_overdue', { id: 'inv-2' })) as Record<string, unknown>;
+  assert.equal(refused.draft, null);
+  assert.equal(refused.reason, 'not_available: `team.delegate` is not available on this host');
+  assert.equal(refused.commitment, 'commitment-1');
+  const [title, , agent, due] = offline.commitments[0];
+  assert.deepEqual([title, agent, due], ['Chase invoice inv-2', 'collector', null]);
+});
+
 test('install needs the company name and logs the public link', async () => {
   const c = client();
   await c.install();
@@ -175,7 +188,7 @@ test('routes serve JSON, the patch and a public PDF', async () => {
 
 test('every declared handler is registered', () => {
   const registration = app.registration();
-  assert.deepEqual(registration.tools, ['approve_invoice', 'list_invoices', 'send_reminder']);
+  assert.deepEqual(registration.tools, ['approve_invoice', 'chase_overdue', 'list_invoices', 'send_reminder']);
   assert.deepEqual(registration.lifecycle, ['on_install', 'on_uninstall', 'on_inbound']);
   assert.deepEqual(registration.schedules, ['monday_digest', 'nightly_reconcile']);
   assert.deepEqual(registration.events, ['entry_booked']);

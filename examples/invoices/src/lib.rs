@@ -7,6 +7,8 @@
 //! - a secret (`BANK_API_KEY`) and outbound HTTP to a declared egress host (`*.bank.example`);
 //! - an event it emits (`invoice_approved`, `invoice_overdue`) and one it handles
 //!   (`entry_booked` from the ledger app);
+//! - agents: the clerk delegates to the collector (`chase_overdue`), and when the collector
+//!   cannot answer (`AgentCallError`) it records a commitment instead;
 //! - lifecycle hooks and named schedules;
 //! - HTTP routes, one of them public (an invoice as PDF).
 //!
@@ -115,6 +117,39 @@ fn send_reminder(ctx: &Ctx<'_>, args: ReminderArgs) -> Result<Value, Error> {
         json!({"to": args.to, "subject": format!("Invoice {} from {company}", args.id), "body": text}),
     )?;
     Ok(json!({"id": args.id, "sent": sent}))
+}
+
+#[derive(Deserialize)]
+struct ChaseArgs {
+    id: String,
+}
+
+/// Asks the collector to draft a reminder for an overdue invoice (team delegation from the
+/// clerk). When the collector cannot answer (no model on this host, a limit reached, a
+/// refused delegation: an `AgentCallError`), the collector promises a follow-up instead, so
+/// the invoice is not forgotten.
+fn chase_overdue(ctx: &Ctx<'_>, args: ChaseArgs) -> Result<Value, Error> {
+    let prompt = format!(
+        "Invoice {} is overdue. Draft a short, polite and firm payment reminder.",
+        args.id
+    );
+    match ctx.team.delegate("collector", &prompt, "clerk") {
+        Ok(draft) => Ok(json!({"id": args.id, "draft": draft})),
+        Err(refused) => {
+            let commitment = ctx.commitments.add(
+                &format!("Chase invoice {}", args.id),
+                &format!(
+                    "The collector could not draft the reminder: {}",
+                    refused.reason
+                ),
+                "collector",
+                None,
+            )?;
+            Ok(
+                json!({"id": args.id, "draft": null, "reason": refused.reason, "commitment": commitment}),
+            )
+        }
+    }
 }
 
 fn on_install(ctx: &Ctx<'_>) -> Result<(), Error> {
@@ -278,6 +313,7 @@ pub fn app() -> Result<App, RegistrationError> {
     app.tool("list_invoices", list_invoices)?
         .tool("approve_invoice", approve_invoice)?
         .tool("send_reminder", send_reminder)?
+        .tool("chase_overdue", chase_overdue)?
         .on_install(on_install)?
         .on_uninstall(on_uninstall)?
         .on_inbound(on_inbound)?

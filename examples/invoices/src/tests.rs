@@ -1,6 +1,6 @@
 use atrium_sdk::http::Response;
 use atrium_sdk::testing::TestClient;
-use atrium_sdk::{HandlerError, InboundEnvelope};
+use atrium_sdk::{Capability, HandlerError, InboundEnvelope};
 use serde_json::json;
 
 use super::app;
@@ -262,7 +262,12 @@ fn every_declared_handler_is_registered() {
     let registration = app().unwrap().registration();
     assert_eq!(
         registration.tools,
-        vec!["approve_invoice", "list_invoices", "send_reminder"]
+        vec![
+            "approve_invoice",
+            "chase_overdue",
+            "list_invoices",
+            "send_reminder"
+        ]
     );
     assert_eq!(
         registration.lifecycle,
@@ -297,5 +302,32 @@ fn the_dev_mock_file_drives_a_local_run() {
     assert_eq!(
         (e.decision.as_str(), e.needed_scopes),
         ("scope_denied", vec!["mail.send".to_owned()])
+    );
+}
+
+#[test]
+fn chasing_asks_the_collector_or_promises_a_follow_up() {
+    let answer = client()
+        .call_tool("chase_overdue", json!({"id": "inv-2"}))
+        .unwrap();
+    assert_eq!(
+        answer["draft"],
+        "[invoice-desk:collector] Invoice inv-2 is overdue. Draft a short, polite and firm payment reminder."
+    );
+    // Without a collector to answer, the typed error becomes a commitment.
+    let client = client().without(Capability::TeamDelegate);
+    let answer = client
+        .call_tool("chase_overdue", json!({"id": "inv-2"}))
+        .unwrap();
+    assert!(answer["draft"].is_null(), "{answer}");
+    assert_eq!(
+        answer["reason"],
+        "not_available: `team.delegate` is not available on this host"
+    );
+    assert_eq!(answer["commitment"], "commitment-1");
+    let (title, _, agent, due) = client.commitments().pop().unwrap();
+    assert_eq!(
+        (title.as_str(), agent.as_str(), due),
+        ("Chase invoice inv-2", "collector", None)
     );
 }

@@ -27,7 +27,6 @@
     missing_docs
 )]
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,74 +34,14 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+#[path = "support/publish.rs"]
+mod publish;
 mod support;
+use publish::{LOG, expect};
 use support::HostProcess;
 
 const APPS: usize = 10;
-
-/// The host's log, shown when a request fails.
-static LOG: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 const TWO_VERSIONS: usize = 5;
-
-fn multipart(parts: &[(&str, &[u8])]) -> (String, Vec<u8>) {
-    let boundary = "atrium-bench-boundary-77c1";
-    let mut body = Vec::new();
-    for (name, bytes) in parts {
-        write!(
-            body,
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n"
-        )
-        .unwrap();
-        body.extend_from_slice(bytes);
-        body.extend_from_slice(b"\r\n");
-    }
-    write!(body, "--{boundary}--\r\n").unwrap();
-    (format!("multipart/form-data; boundary={boundary}"), body)
-}
-
-/// The probe's manifest as app `slug` at `version`, with scopes of the catalogue and without
-/// its every-minute schedules (which would turn "idle" into 10,000 calls a minute).
-fn manifest(slug: &str, version: &str) -> String {
-    let text = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST).unwrap();
-    let mut out = String::new();
-    let mut in_schedules = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("schedules:") {
-            in_schedules = true;
-            continue;
-        }
-        if in_schedules && line.starts_with("    ") {
-            continue;
-        }
-        in_schedules = false;
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.replace("app_id: probe", &format!("app_id: {slug}"))
-        .replace("version: 1.0.0", &format!("version: {version}"))
-        .replace("probe.read", "tasks.read")
-        .replace("probe.write", "tasks.write")
-}
-
-async fn expect(response: reqwest::Response, what: &str) -> Value {
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    if !status.is_success() {
-        let log = LOG.get().and_then(|p| std::fs::read_to_string(p).ok());
-        let tail: Vec<&str> = log
-            .as_deref()
-            .unwrap_or("")
-            .lines()
-            .rev()
-            .take(20)
-            .collect();
-        panic!(
-            "{what}: {status} {body}\nthe host's log ends:\n{}",
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        );
-    }
-    body
-}
 
 /// A small deterministic generator, so that runs pick the same installs.
 struct Pick(u64);
@@ -133,29 +72,7 @@ struct Fixture {
 async fn setup(host: &HostProcess, data: &Path, tenants: usize) -> Fixture {
     let client = reqwest::Client::new();
     let base = &host.base;
-    // A developer and an organization key, made where the host keeps them.
-    let store = atrium_store::Store::open_sqlite(data).await.unwrap();
-    let developer = store
-        .create_developer(&atrium_store::NewDeveloper {
-            email: "bench@example.com",
-            login: "bench",
-            publish_allowed: true,
-            dev_tenant: None,
-        })
-        .await
-        .unwrap();
-    let org = store.create_key("bench-org", "bench").await.unwrap();
-    drop(store);
-    let issuer = atrium_platform::identity::TokenIssuer::load_or_create(data, None).unwrap();
-    let dev = issuer
-        .issue(
-            &developer.id,
-            &developer.email,
-            Duration::from_secs(6 * 3600),
-        )
-        .unwrap();
-
-    let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+    let (dev, org) = publish::developer_and_org(data).await;
     let mut apps = Vec::new();
     for i in 0..APPS {
         let slug = format!("bench-app-{i}");
@@ -165,27 +82,7 @@ async fn setup(host: &HostProcess, data: &Path, tenants: usize) -> Fixture {
             &["1.0.0"]
         };
         for version in versions {
-            let text = manifest(&slug, version);
-            let (content_type, body) =
-                multipart(&[("manifest", text.as_bytes()), ("component", &component)]);
-            let r = client
-                .post(format!("{base}/api/dev/apps/{slug}/versions"))
-                .bearer_auth(&dev)
-                .header("content-type", content_type)
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            expect(r, "register").await;
-            let r = client
-                .post(format!(
-                    "{base}/api/dev/apps/{slug}/versions/{version}/promote"
-                ))
-                .bearer_auth(&dev)
-                .send()
-                .await
-                .unwrap();
-            expect(r, "promote").await;
+            publish::publish(&client, base, &dev, &slug, version).await;
         }
         apps.push(slug);
     }

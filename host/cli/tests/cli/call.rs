@@ -166,8 +166,9 @@ fn routes_lifecycle_schedules_and_health() {
 
     let health = invoices(&["--health"]);
     assert!(
-        stdout(&health)
-            .starts_with("healthy: tools [approve_invoice, list_invoices, send_reminder]"),
+        stdout(&health).starts_with(
+            "healthy: tools [approve_invoice, chase_overdue, list_invoices, send_reminder]"
+        ),
         "{}",
         stdout(&health)
     );
