@@ -13,6 +13,7 @@
 //!   [`files`]: writing files under a directory that no path can escape (`cap-std`).
 //! - [`sealing`]: the AEAD that encrypts secrets at rest.
 //! - [`scopes`]: the platform's scope catalogue.
+//! - [`grants`]: grants between the apps of a tenant, and whether one is honoured.
 //! - [`commitments`]: the promises apps' agents make, kept per tenant.
 //! - [`llm_roles`]: a tenant's model roles (`fast`, `specialist`, `orchestrator`).
 //! - [`services`]: the platform's services, built once per host, one function per capability
@@ -28,6 +29,7 @@ pub mod artifacts;
 pub mod commitments;
 pub mod conversations;
 pub mod files;
+pub mod grants;
 pub mod identity;
 mod keyfile;
 pub mod llm_roles;

@@ -57,6 +57,7 @@ pub use changes::{Affected, Cache, Change, ChangeFeed, ChangeWatcher, POLL_INTER
 pub use commitments::{CommitmentFilter, CommitmentStatus, NewCommitment, StoredCommitment};
 pub use conversations::{Conversation, NewMessage, StoredMessage};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
+pub use grants::Grant;
 pub use ids::{InstallKey, InstallValueKind, TenantKey};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use integrations::StoredIntegration;

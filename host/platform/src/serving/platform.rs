@@ -2,11 +2,14 @@
 //! the install's identity and a handle on the [`Services`], each method one call into the
 //! capability's service; `agent.ask` and `team.delegate` run the agent in the agent runner
 //! ([`crate::runner`]) with the chain the sandbox advanced. The capabilities this host does not
-//! offer yet (rooms, cross-app calls, events) keep the trait's default, decision
-//! `not_available` naming the capability.
+//! offer yet (rooms, events) keep the trait's default, decision
+//! `not_available` naming the capability. `apps.invoke` runs the callee's agent and `apps.fetch`
+//! calls its route once its grant is honoured ([`crate::grants::honoured`]).
 
 use async_trait::async_trait;
-use atrium_runtime::{AgentCallError, CallInfo, ChainContext, Commitment, Platform, ToolCallError};
+use atrium_runtime::{
+    AgentCallError, CallInfo, ChainContext, Commitment, FetchResponse, Platform, ToolCallError,
+};
 use serde_json::Value;
 
 use super::Serving;
@@ -47,20 +50,17 @@ impl InstallPlatform {
         self.serving.services()
     }
 
-    /// Runs `agent` of this install, asked `prompt`, on `chain` (the sandbox's checks passed
-    /// and the chain entered at the agent): `agent.ask` and `team.delegate`.
-    async fn run_own_agent(
+    /// Runs `agent` of `app`'s install for this tenant, asked `prompt`, on `chain` (the
+    /// sandbox's checks passed and the chain entered at the agent): this app's own agent for
+    /// `agent.ask` and `team.delegate`, a callee's (under its own install) for `apps.invoke`.
+    async fn run_agent_of(
         &self,
+        app: &str,
         chain: &ChainContext,
         agent: &str,
         prompt: &str,
     ) -> Result<String, AgentCallError> {
-        let mut run = AgentRun::new(
-            self.tenant.clone(),
-            self.app_slug.clone(),
-            Some(agent.to_owned()),
-            prompt,
-        );
+        let mut run = AgentRun::new(self.tenant.clone(), app, Some(agent.to_owned()), prompt);
         run.chain = Some(chain.clone());
         self.serving
             .run_agent(run)
@@ -103,7 +103,8 @@ impl Platform for InstallPlatform {
         agent: &str,
         prompt: &str,
     ) -> Result<String, AgentCallError> {
-        self.run_own_agent(chain, agent, prompt).await
+        self.run_agent_of(&self.app_slug, chain, agent, prompt)
+            .await
     }
 
     async fn delegate(
@@ -114,7 +115,39 @@ impl Platform for InstallPlatform {
         prompt: &str,
         _from_agent: &str,
     ) -> Result<String, AgentCallError> {
-        self.run_own_agent(chain, target, prompt).await
+        self.run_agent_of(&self.app_slug, chain, target, prompt)
+            .await
+    }
+
+    async fn invoke_app(
+        &self,
+        _call: &CallInfo,
+        chain: &ChainContext,
+        app: &str,
+        agent: &str,
+        prompt: &str,
+    ) -> Result<String, AgentCallError> {
+        crate::grants::honoured(&self.serving, &self.tenant, &self.app_slug, app, agent)
+            .await
+            .map_err(|reason| AgentCallError { reason })?;
+        // The callee's agent runs under the callee's install: its scopes, settings, tools and
+        // model bill.
+        self.run_agent_of(app, chain, agent, prompt).await
+    }
+
+    async fn fetch_app(
+        &self,
+        _call: &CallInfo,
+        chain: &ChainContext,
+        app: &str,
+        path: &str,
+        method: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<FetchResponse, AgentCallError> {
+        self.serving
+            .app_fetch(&self.tenant, &self.app_slug, app, method, path, body, chain)
+            .await
+            .map_err(|reason| AgentCallError { reason })
     }
 
     async fn add_commitment(

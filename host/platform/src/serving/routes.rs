@@ -22,7 +22,8 @@
 //! ```
 
 use atrium_manifest::HttpRoute;
-use atrium_runtime::{App, Caller, Invocation, RouteResponse};
+use atrium_manifest::sandbox::ChainContext;
+use atrium_runtime::{App, Caller, FetchResponse, Invocation, RouteResponse};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use sha2::{Digest, Sha256};
 
@@ -74,6 +75,8 @@ pub const TENANT_HEADER: &str = "x-atrium-tenant";
 pub const USER_HEADER: &str = "x-atrium-user";
 /// Set by the host on a session's route call: the calling user's role, `admin` or `user`.
 pub const ROLE_HEADER: &str = "x-atrium-role";
+/// The header naming the calling app on an `apps.fetch`, set by the host and only by it.
+pub const CALLER_APP_HEADER: &str = "x-atrium-caller-app";
 
 /// The one answer of the public address to whatever does not lead to a public route: an
 /// unknown or malformed tenant, an unknown app, no active install, a route that is not declared
@@ -158,6 +161,99 @@ impl Serving {
             Err(RegistryError::NotFound(_)) => Err(miss()),
             other => other,
         }
+    }
+
+    /// `apps.fetch`: `caller`'s call of route `method path` of `callee` for `tenant`, on
+    /// `chain` (advanced by the sandbox). The grant must admit `__route__`; the request passes
+    /// the same floor as a tenant's (declared routes only, the body cap and content types, the
+    /// header allow-lists, an app's server error answered 502), with [`CALLER_APP_HEADER`]
+    /// naming the caller. A refusal is the `AgentCallError` reason.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn app_fetch(
+        &self,
+        tenant: &Actor,
+        caller: &str,
+        callee: &str,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        chain: &ChainContext,
+    ) -> Result<FetchResponse, String> {
+        crate::grants::honoured(self, tenant, caller, callee, crate::grants::ROUTE).await?;
+        let body = bytes::Bytes::from(body.unwrap_or_default());
+        let mut incoming = HeaderMap::new();
+        if !body.is_empty() {
+            let media = if serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_ok() {
+                "application/json"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            incoming.insert("content-type", HeaderValue::from_static(media));
+        }
+        check_body(&incoming, body.len()).map_err(|refusal| match refusal {
+            BodyRefusal::TooLarge => {
+                format!("the body is larger than a route accepts ({MAX_BODY_BYTES} bytes)")
+            }
+            BodyRefusal::UnsupportedMediaType(message) => message,
+        })?;
+        let mut target = self
+            .route_target(tenant, callee, method, path, false)
+            .await
+            .map_err(|e| format!("route not found: {e}"))?;
+        target.invocation.chain = chain.clone();
+        let mut headers = target.request_headers(&incoming, body.len());
+        if let Ok(value) = HeaderValue::from_str(caller) {
+            headers.insert(HeaderName::from_static(CALLER_APP_HEADER), value);
+        }
+        for (name, value) in chain.to_headers() {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()),
+                HeaderValue::from_str(&value),
+            ) {
+                headers.insert(name, value);
+            }
+        }
+        let uri: http::Uri = path
+            .parse()
+            .map_err(|e| format!("the path is not valid: {e}"))?;
+        let mut request = http::Request::new(body);
+        *request.method_mut() = method
+            .parse()
+            .map_err(|_| format!("`{method}` is not an HTTP method"))?;
+        *request.uri_mut() = uri;
+        *request.headers_mut() = headers;
+        let response = target
+            .app
+            .handle_http(&target.invocation, request)
+            .await
+            .map_err(|e| format!("the route of `{callee}` failed: {e}"))?;
+        let prefix = format!("/api/apps/{callee}/routes");
+        let (status, headers, body) = match filter_response(response, &prefix) {
+            Ok(response) => {
+                let (parts, body) = response.into_parts();
+                let headers = parts
+                    .headers
+                    .iter()
+                    .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+                    .collect();
+                (parts.status.as_u16(), headers, body.to_vec())
+            }
+            Err(status) => (
+                502,
+                vec![("content-type".to_owned(), "application/json".to_owned())],
+                serde_json::json!({"error": {
+                    "message": format!("the route of `{callee}` answered {status}; the host does not pass an app's server errors on"),
+                    "code": "app_failed",
+                }})
+                .to_string()
+                .into_bytes(),
+            ),
+        };
+        Ok(FetchResponse {
+            status,
+            headers,
+            body,
+        })
     }
 
     async fn route_target(

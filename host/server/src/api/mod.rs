@@ -6,6 +6,7 @@
 mod commitments;
 mod conversations;
 mod dev;
+mod grants;
 mod installs;
 mod llm_settings;
 mod mcp;
@@ -31,6 +32,7 @@ pub fn router() -> Router<HostState> {
         .merge(commitments::router())
         .merge(conversations::router())
         .merge(mcp::router())
+        .merge(grants::router())
         .merge(routes::router())
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))

@@ -223,6 +223,8 @@ fn echo_route(ctx: &Ctx<'_>, request: Request) -> Result<Response, Error> {
         "query": request.query,
         "tenant": ctx.tenant_id(),
         "public": ctx.is_public_route(),
+        "caller_app": request.header("x-atrium-caller-app"),
+        "chain_depth": ctx.chain_depth(),
     })))
 }
 

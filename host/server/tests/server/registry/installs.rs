@@ -272,7 +272,10 @@ async fn activation_checks_everything_and_reruns_idempotently() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(grant, (vec!["__route__".to_owned()], true));
+        assert_eq!(
+            (grant.allowed_agents.as_slice(), grant.is_active()),
+            (["__route__".to_owned()].as_slice(), true)
+        );
 
         // Re-activation: omitted values are kept (the secret too), the tenant's own values win.
         let (status, body) = activate(
@@ -294,7 +297,11 @@ async fn activation_checks_everything_and_reruns_idempotently() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(grant.0, ["__route__"], "merged, not duplicated");
+        assert_eq!(
+            grant.allowed_agents,
+            ["__route__"],
+            "merged, not duplicated"
+        );
 
         // Listing and reading, for the tenant's users; deactivation for its admins.
         let (_, installs) = host.get("/api/installs", &user).await;
