@@ -13,6 +13,7 @@
 //!   [`files`]: writing files under a directory that no path can escape (`cap-std`).
 //! - [`sealing`]: the AEAD that encrypts secrets at rest.
 //! - [`scopes`]: the platform's scope catalogue.
+//! - [`audit`]: the audit log of cross-app calls.
 //! - [`grants`]: grants between the apps of a tenant, and whether one is honoured.
 //! - [`commitments`]: the promises apps' agents make, kept per tenant.
 //! - [`llm_roles`]: a tenant's model roles (`fast`, `specialist`, `orchestrator`).
@@ -26,6 +27,7 @@
 
 pub use atrium_archive as archive;
 pub mod artifacts;
+pub mod audit;
 pub mod commitments;
 pub mod conversations;
 pub mod files;

@@ -16,6 +16,7 @@
 //! so a fast hash cannot be searched backwards, and lookups stay one indexed read.
 
 mod apps;
+mod audit;
 mod batches;
 mod catalogue;
 mod changes;
@@ -52,6 +53,7 @@ use sqlx::sqlite::{
 pub use apps::{
     App, AppStatus, AppVersion, FileRole, NewVersion, Registered, VersionFile, VersionStatus,
 };
+pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use batches::{Batch, BatchItem, BatchSummary, ClaimedItem, ItemStatus};
 pub use changes::{Affected, Cache, Change, ChangeFeed, ChangeWatcher, POLL_INTERVAL, STALE_AFTER};
 pub use commitments::{CommitmentFilter, CommitmentStatus, NewCommitment, StoredCommitment};

@@ -30,6 +30,7 @@ use atrium_store::Install;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
+use crate::audit;
 use crate::llm_roles::{self, Role};
 use crate::registry::{Actor, InstalledAgent, InstalledWorkflow, merged_agents, merged_workflows};
 use crate::serving::{Serving, knowledge_of};
@@ -802,15 +803,33 @@ impl Serving {
                         "`prompt` must say what to ask",
                     ));
                 }
-                let chain = sandbox::delegate(manifest, &inv.chain, false, target, &agent.id)
-                    .map_err(|r| refused("denied", r.reason))?;
+                let started = std::time::Instant::now();
+                let store = self.registry().store();
+                let mut call = audit::Call {
+                    kind: audit::Kind::Delegate,
+                    caller_app: &run.app_slug,
+                    caller_agent: Some(&agent.id),
+                    callee_app: &run.app_slug,
+                    target,
+                    chain: &inv.chain,
+                };
+                let chain = match sandbox::delegate(manifest, &inv.chain, false, target, &agent.id)
+                {
+                    Ok(chain) => chain,
+                    Err(r) => {
+                        let outcome = audit::Outcome::Refused(r.reason.clone());
+                        audit::record(store, &run.tenant, &call, started, &outcome).await;
+                        return Err(refused("denied", r.reason));
+                    }
+                };
+                call.chain = &chain;
                 let nested = AgentRun {
                     tenant: run.tenant.clone(),
                     app_slug: run.app_slug.clone(),
                     agent: Some(target.to_owned()),
                     prompt: prompt.to_owned(),
                     history: Vec::new(),
-                    chain: Some(chain),
+                    chain: Some(chain.clone()),
                     role: Role::Specialist,
                     workflow: None,
                     channel: run.channel.clone(),
@@ -818,8 +837,13 @@ impl Serving {
                     limits: run.limits,
                     events: None,
                 };
-                self.run_agent(nested)
-                    .await
+                let answer = self.run_agent(nested).await;
+                let outcome = match &answer {
+                    Ok(_) => audit::Outcome::Ok,
+                    Err(e) => audit::Outcome::Failed(e.reason.clone()),
+                };
+                audit::record(store, &run.tenant, &call, started, &outcome).await;
+                answer
                     .map(|reply| json!({"agent": reply.agent, "answer": reply.content}))
                     .map_err(|e| refused("agent_call_failed", e.reason))
             }

@@ -6,6 +6,8 @@
 //! `not_available` naming the capability. `apps.invoke` runs the callee's agent and `apps.fetch`
 //! calls its route once its grant is honoured ([`crate::grants::honoured`]).
 
+use std::time::Instant;
+
 use async_trait::async_trait;
 use atrium_runtime::{
     AgentCallError, CallInfo, ChainContext, Commitment, FetchResponse, Platform, ToolCallError,
@@ -14,6 +16,7 @@ use serde_json::Value;
 
 use super::Serving;
 use super::tools::{Knowledge, TOOLS};
+use crate::audit;
 use crate::registry::Actor;
 use crate::runner::AgentRun;
 use crate::services::Services;
@@ -48,6 +51,44 @@ impl InstallPlatform {
 impl InstallPlatform {
     fn services(&self) -> &Services {
         self.serving.services()
+    }
+
+    /// Records a cross-app call of this install in the tenant's audit log.
+    async fn audit(&self, call: &audit::Call<'_>, started: Instant, outcome: &audit::Outcome) {
+        audit::record(
+            self.serving.registry().store(),
+            &self.tenant,
+            call,
+            started,
+            outcome,
+        )
+        .await;
+    }
+
+    /// Whether the grant to `call`'s callee admits its target (an agent, or `__route__` for
+    /// `route`); a refusal is recorded and answered.
+    async fn granted(
+        &self,
+        call: &audit::Call<'_>,
+        started: Instant,
+        target: &str,
+    ) -> Result<(), AgentCallError> {
+        let honoured = crate::grants::honoured(
+            &self.serving,
+            &self.tenant,
+            &self.app_slug,
+            call.callee_app,
+            target,
+        )
+        .await;
+        match honoured {
+            Ok(_) => Ok(()),
+            Err(reason) => {
+                self.audit(call, started, &audit::Outcome::Refused(reason.clone()))
+                    .await;
+                Err(AgentCallError { reason })
+            }
+        }
     }
 
     /// Runs `agent` of `app`'s install for this tenant, asked `prompt`, on `chain` (the
@@ -113,10 +154,22 @@ impl Platform for InstallPlatform {
         chain: &ChainContext,
         target: &str,
         prompt: &str,
-        _from_agent: &str,
+        from_agent: &str,
     ) -> Result<String, AgentCallError> {
-        self.run_agent_of(&self.app_slug, chain, target, prompt)
-            .await
+        let started = Instant::now();
+        let answer = self
+            .run_agent_of(&self.app_slug, chain, target, prompt)
+            .await;
+        let call = audit::Call {
+            kind: audit::Kind::Delegate,
+            caller_app: &self.app_slug,
+            caller_agent: Some(from_agent),
+            callee_app: &self.app_slug,
+            target,
+            chain,
+        };
+        self.audit(&call, started, &ran(&answer)).await;
+        answer
     }
 
     async fn invoke_app(
@@ -127,12 +180,22 @@ impl Platform for InstallPlatform {
         agent: &str,
         prompt: &str,
     ) -> Result<String, AgentCallError> {
-        crate::grants::honoured(&self.serving, &self.tenant, &self.app_slug, app, agent)
-            .await
-            .map_err(|reason| AgentCallError { reason })?;
+        let started = Instant::now();
+        let call = audit::Call {
+            kind: audit::Kind::Invoke,
+            caller_app: &self.app_slug,
+            // The chain ends with the callee; the agent before it called.
+            caller_agent: audit::agent_on_chain(chain, 1),
+            callee_app: app,
+            target: agent,
+            chain,
+        };
+        self.granted(&call, started, agent).await?;
         // The callee's agent runs under the callee's install: its scopes, settings, tools and
         // model bill.
-        self.run_agent_of(app, chain, agent, prompt).await
+        let answer = self.run_agent_of(app, chain, agent, prompt).await;
+        self.audit(&call, started, &ran(&answer)).await;
+        answer
     }
 
     async fn fetch_app(
@@ -144,10 +207,30 @@ impl Platform for InstallPlatform {
         method: &str,
         body: Option<Vec<u8>>,
     ) -> Result<FetchResponse, AgentCallError> {
-        self.serving
+        let started = Instant::now();
+        let target = format!("{method} {path}");
+        let call = audit::Call {
+            kind: audit::Kind::Fetch,
+            caller_app: &self.app_slug,
+            caller_agent: audit::agent_on_chain(chain, 0),
+            callee_app: app,
+            target: &target,
+            chain,
+        };
+        self.granted(&call, started, crate::grants::ROUTE).await?;
+        let answer = self
+            .serving
             .app_fetch(&self.tenant, &self.app_slug, app, method, path, body, chain)
-            .await
-            .map_err(|reason| AgentCallError { reason })
+            .await;
+        let outcome = match &answer {
+            Ok(response) if response.status < 500 => audit::Outcome::Ok,
+            Ok(response) => {
+                audit::Outcome::Failed(format!("the route answered {}", response.status))
+            }
+            Err(reason) => audit::Outcome::Failed(reason.clone()),
+        };
+        self.audit(&call, started, &outcome).await;
+        answer.map_err(|reason| AgentCallError { reason })
     }
 
     async fn add_commitment(
@@ -162,5 +245,13 @@ impl Platform for InstallPlatform {
 
     fn public_callback_url(&self, _call: &CallInfo, path: &str) -> String {
         super::routes::public_route_path(&self.app_slug, &self.tenant, path)
+    }
+}
+
+/// How an agent call that ran ended, for the audit log.
+fn ran<T>(answer: &Result<T, AgentCallError>) -> audit::Outcome {
+    match answer {
+        Ok(_) => audit::Outcome::Ok,
+        Err(e) => audit::Outcome::Failed(e.reason.clone()),
     }
 }

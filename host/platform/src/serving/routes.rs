@@ -164,7 +164,8 @@ impl Serving {
     }
 
     /// `apps.fetch`: `caller`'s call of route `method path` of `callee` for `tenant`, on
-    /// `chain` (advanced by the sandbox). The grant must admit `__route__`; the request passes
+    /// `chain` (advanced by the sandbox), once the grant admits `__route__` (the caller
+    /// checks it: [`crate::grants::honoured`]). The request passes
     /// the same floor as a tenant's (declared routes only, the body cap and content types, the
     /// header allow-lists, an app's server error answered 502), with [`CALLER_APP_HEADER`]
     /// naming the caller. A refusal is the `AgentCallError` reason.
@@ -179,7 +180,6 @@ impl Serving {
         body: Option<Vec<u8>>,
         chain: &ChainContext,
     ) -> Result<FetchResponse, String> {
-        crate::grants::honoured(self, tenant, caller, callee, crate::grants::ROUTE).await?;
         let body = bytes::Bytes::from(body.unwrap_or_default());
         let mut incoming = HeaderMap::new();
         if !body.is_empty() {

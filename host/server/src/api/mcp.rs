@@ -4,6 +4,7 @@
 //! imports; both go through the same checks and the same agent runner.
 
 use atrium_manifest::sandbox::{self, ChainContext, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS};
+use atrium_platform::audit;
 use atrium_platform::runner::{AgentRun, RunUsage};
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -124,21 +125,47 @@ pub async fn agent_invoke(
         .app(&app.app_slug, &install.version)
         .await
         .map_err(|e| ApiError::internal("loading the app failed", &e))?;
-    let chain = sandbox::delegate(
+    let started = std::time::Instant::now();
+    let store = serving.registry().store();
+    let mut call = audit::Call {
+        kind: audit::Kind::Delegate,
+        caller_app: &app.app_slug,
+        caller_agent: Some(&body.from_agent),
+        callee_app: &app.app_slug,
+        target: &body.agent,
+        chain: &chain,
+    };
+    let entered = match sandbox::delegate(
         loaded.manifest(),
         &chain,
         false,
         &body.agent,
         &body.from_agent,
-    )
-    .map_err(|r| refused(r.reason))?;
-    let depth = chain.depth;
-    let mut run = AgentRun::new(actor, &app.app_slug, Some(body.agent), body.prompt);
-    run.chain = Some(chain);
-    let reply = serving
-        .run_agent(run)
-        .await
-        .map_err(|e| ApiError::unprocessable("agent_call_failed", None, e.reason, None))?;
+    ) {
+        Ok(entered) => entered,
+        Err(r) => {
+            let outcome = audit::Outcome::Refused(r.reason.clone());
+            audit::record(store, &actor, &call, started, &outcome).await;
+            return Err(refused(r.reason));
+        }
+    };
+    call.chain = &entered;
+    let depth = entered.depth;
+    let mut run = AgentRun::new(
+        actor.clone(),
+        &app.app_slug,
+        Some(body.agent.clone()),
+        body.prompt.clone(),
+    );
+    run.chain = Some(entered.clone());
+    let answer = serving.run_agent(run).await;
+    let outcome = match &answer {
+        Ok(_) => audit::Outcome::Ok,
+        Err(e) => audit::Outcome::Failed(e.reason.clone()),
+    };
+    audit::record(store, &actor, &call, started, &outcome).await;
+    let reply =
+        answer.map_err(|e| ApiError::unprocessable("agent_call_failed", None, e.reason, None))?;
     Ok(Json(AgentInvoked {
         agent: reply.agent,
         answer: reply.content,

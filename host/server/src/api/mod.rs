@@ -3,6 +3,7 @@
 //! (tenant admin or user token: the catalogue, installs, integrations) and the public scope
 //! catalogue at `/api/scopes`. Every handler names the principal it accepts in its extractor.
 
+mod audit;
 mod commitments;
 mod conversations;
 mod dev;
@@ -33,6 +34,7 @@ pub fn router() -> Router<HostState> {
         .merge(conversations::router())
         .merge(mcp::router())
         .merge(grants::router())
+        .merge(audit::router())
         .merge(routes::router())
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))

@@ -184,6 +184,18 @@ async fn grants_move_through_their_states_and_gate_apps_invoke() {
             .collect();
         assert_eq!(billed, [callee.as_str()], "billed to the callee: {usage}");
 
+        // A chain of three hops: the caller's call, the callee's agent, its teammate.
+        model.script([
+            Reply::tool_call(
+                "team-delegate",
+                json!({"agent": "helper", "prompt": "Check"}),
+            ),
+            Reply::text("Checked."),
+            Reply::text("Done, with the helper."),
+        ]);
+        let result = invoke(&host, &user, &caller, &callee, "lead").await;
+        assert_eq!(result["ok"], "Done, with the helper.", "{result}");
+
         // Revoked by either side; asked again, it starts over.
         let (status, grant) = host
             .post(&format!("{path}/revoke"), &admin, Body::None)
@@ -235,6 +247,74 @@ async fn grants_move_through_their_states_and_gate_apps_invoke() {
             }
         }
 
+        // The audit log: every invoke, fetch and delegation, how it ended, on which chain.
+        let (status, log) = host.get("/api/audit?limit=200", &admin).await;
+        assert_eq!(status, StatusCode::OK, "{log}");
+        let entries = log["entries"].as_array().unwrap().clone();
+        let count = |kind: &str, outcome: &str| {
+            entries
+                .iter()
+                .filter(|e| e["kind"] == kind && e["outcome"] == outcome)
+                .count()
+        };
+        assert_eq!(count("invoke", "ok"), 2, "{log}");
+        assert_eq!(count("invoke", "refused"), 5, "{log}");
+        assert_eq!(
+            (
+                count("fetch", "ok"),
+                count("fetch", "refused"),
+                count("fetch", "failed")
+            ),
+            (1, 1, 1),
+            "{log}"
+        );
+        assert_eq!(count("delegate", "ok"), 1, "{log}");
+        let reasons: Vec<&str> = entries
+            .iter()
+            .filter(|e| e["kind"] == "invoke" && e["outcome"] == "refused")
+            .map(|e| e["reason"].as_str().unwrap().split(':').next().unwrap())
+            .collect();
+        for reason in [
+            "no grant",
+            "callee not installed",
+            "pending callee approval",
+            "agent not allowed",
+            "grant revoked",
+        ] {
+            assert!(reasons.contains(&reason), "{reason}: {reasons:?}");
+        }
+        let hop = entries.iter().find(|e| e["kind"] == "delegate").unwrap();
+        assert_eq!(hop["caller_app"], callee.as_str(), "{hop}");
+        assert_eq!(hop["caller_agent"], "lead", "{hop}");
+        assert_eq!(hop["target"], "helper", "{hop}");
+        assert_eq!(hop["chain_depth"], 3, "{hop}");
+        assert_eq!(
+            hop["visited_agents"],
+            json!([format!("{callee}:lead"), format!("{callee}:helper")]),
+            "{hop}"
+        );
+        let (_, ok) = host
+            .get(
+                &format!("/api/audit?kind=invoke&outcome=ok&caller_app={caller}"),
+                &admin,
+            )
+            .await;
+        let first = &ok["entries"].as_array().unwrap()[1];
+        assert_eq!(
+            (first["callee_app"].as_str(), first["target"].as_str()),
+            (Some(callee.as_str()), Some("lead")),
+            "{ok}"
+        );
+        assert_eq!(first["chain_depth"], 2, "{ok}");
+        assert!(first["duration_ms"].as_i64().is_some(), "{ok}");
+        let (_, none) = host.get("/api/audit?caller_app=nowhere-app", &admin).await;
+        assert_eq!(none["entries"], json!([]), "{none}");
+        let (status, body) = host.get("/api/audit?outcome=maybe", &admin).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["param"], "outcome", "{body}");
+        let (status, _) = host.get("/api/audit", &user).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+
         // Only the tenant's admins: not its users, not another tenant or organization.
         let (status, _) = host
             .post("/api/grants", &user, Body::Json(ask.clone()))
@@ -249,6 +329,8 @@ async fn grants_move_through_their_states_and_gate_apps_invoke() {
         ] {
             let (_, listed) = host.get("/api/grants", &stranger).await;
             assert_eq!(listed["grants"], json!([]), "{listed}");
+            let (_, log) = host.get("/api/audit", &stranger).await;
+            assert_eq!(log["entries"], json!([]), "{log}");
             let (status, _) = host.get(&path, &stranger).await;
             assert_eq!(status, StatusCode::NOT_FOUND);
             let (status, _) = host
