@@ -22,7 +22,7 @@ async fn routes_are_served_with_params_query_and_body() {
     assert_eq!(response.headers()["content-type"], "application/json");
     assert_eq!(
         json(std::str::from_utf8(response.body()).unwrap()),
-        json!({"word": "hello", "query": "x=1", "tenant": "tenant-a", "public": false})
+        json!({"word": "hello", "query": "x=1", "tenant": "tenant-a", "public": false, "caller_app": null, "chain_depth": 1})
     );
 
     let post = http::Request::post("/submit")
