@@ -21,6 +21,8 @@
 //! or when no model can answer.
 
 pub mod offered;
+mod prompt;
+mod step;
 
 use std::time::Duration;
 
@@ -32,9 +34,11 @@ use tokio::time::Instant;
 
 use crate::audit;
 use crate::llm_roles::{self, Role};
-use crate::registry::{Actor, InstalledAgent, InstalledWorkflow, merged_agents, merged_workflows};
+use crate::registry::{Actor, InstalledAgent, merged_agents, merged_workflows};
 use crate::serving::{Serving, knowledge_of};
 use offered::{Offered, Target};
+pub use prompt::{applicable_workflows, system_prompt};
+use step::{model_step, report};
 
 /// The most model steps (calls to the model) of one run, unless the tenant set another.
 pub const DEFAULT_MAX_STEPS: u32 = 8;
@@ -269,52 +273,6 @@ impl From<sandbox::AgentRefusal> for RunError {
     }
 }
 
-/// The workflows of an install that apply to a run of `agent` on `channel`: those whose
-/// `tools_required` the agent can call and whose `channels` include the channel (`*`: all; a
-/// run on no channel takes every channel's). The orchestrator's choice, when it made one, is
-/// the only one.
-#[must_use]
-pub fn applicable_workflows<'a>(
-    workflows: &'a [InstalledWorkflow],
-    offered: &[&str],
-    channel: Option<&str>,
-    chosen: Option<&str>,
-) -> Vec<&'a InstalledWorkflow> {
-    workflows
-        .iter()
-        .filter(|w| chosen.is_none_or(|id| w.id == id))
-        .filter(|w| {
-            w.tools_required
-                .iter()
-                .all(|t| offered.contains(&t.as_str()))
-        })
-        .filter(|w| {
-            channel.is_none_or(|c| {
-                w.channels.is_empty() || w.channels.iter().any(|x| x == "*" || x == c)
-            })
-        })
-        .collect()
-}
-
-/// The system prompt: the agent's, then each workflow's intent, steps and specifics.
-#[must_use]
-pub fn system_prompt(agent: &InstalledAgent, workflows: &[&InstalledWorkflow]) -> String {
-    let mut prompt = agent.system_prompt.clone();
-    for w in workflows {
-        prompt.push_str(&format!(
-            "\n\n## Workflow: {}\nWhen: {}\nSteps:",
-            w.name, w.intent
-        ));
-        for (i, step) in w.flow.iter().enumerate() {
-            prompt.push_str(&format!("\n{}. {step}", i + 1));
-        }
-        if let Some(specifics) = &w.specifics {
-            prompt.push_str(&format!("\nSpecifics: {specifics}"));
-        }
-    }
-    prompt
-}
-
 /// A run's fixed parts, found once.
 struct Prepared {
     install: Install,
@@ -376,109 +334,6 @@ fn call_refusal(error: &CallError) -> Value {
         answer["error"]["needed_scopes"] = json!(needed);
     }
     answer
-}
-
-fn report(
-    events: Option<&tokio::sync::mpsc::UnboundedSender<RunEvent>>,
-    event: impl FnOnce() -> RunEvent,
-) {
-    if let Some(events) = events {
-        // A listener that went away (a client that disconnected) does not stop the run: its
-        // answer is still stored.
-        let _ = events.send(event());
-    }
-}
-
-/// One model call: the whole answer, or, when the run reports as it goes, the streamed answer
-/// with each piece of text reported and the tool calls put together from their pieces.
-async fn model_step(
-    chat: &crate::serving::tools::Chat,
-    selection: &atrium_inference::Selection,
-    request: &atrium_inference::providers::ChatRequest,
-    agent: &str,
-    events: Option<&tokio::sync::mpsc::UnboundedSender<RunEvent>>,
-) -> Result<atrium_inference::Completed, RunError> {
-    use atrium_inference::providers::ChatOutcome;
-    use atrium_inference::providers::stream::StreamEvent;
-    use futures::StreamExt;
-
-    let unavailable =
-        |e: &dyn std::fmt::Display| RunError::new(format!("the model is unavailable: {e}"));
-    let Some(events) = events else {
-        return chat
-            .gateway
-            .chat(selection, request)
-            .await
-            .map_err(|e| unavailable(&e));
-    };
-    let mut streaming = chat
-        .gateway
-        .chat_stream(selection, request)
-        .await
-        .map_err(|e| unavailable(&e))?;
-    let mut content = String::new();
-    let mut calls: Vec<Value> = Vec::new();
-    let mut finish_reason = String::from("stop");
-    let (mut prompt_tokens, mut completion_tokens) = (0, 0);
-    while let Some(event) = streaming.events.next().await {
-        match event.map_err(|e| RunError::new(format!("the model's answer broke off: {e}")))? {
-            StreamEvent::Delta(delta) => {
-                if let Some(text) = delta.get("content").and_then(Value::as_str)
-                    && !text.is_empty()
-                {
-                    content.push_str(text);
-                    let _ = events.send(RunEvent::Delta {
-                        agent: agent.to_owned(),
-                        text: text.to_owned(),
-                    });
-                }
-                for piece in delta
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let index = piece.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-                    while calls.len() <= index {
-                        calls.push(json!({"id": "", "type": "function", "function": {"name": "", "arguments": ""}}));
-                    }
-                    let call = &mut calls[index];
-                    if let Some(id) = piece.get("id").and_then(Value::as_str) {
-                        call["id"] = json!(id);
-                    }
-                    for field in ["name", "arguments"] {
-                        if let Some(text) = piece["function"].get(field).and_then(Value::as_str) {
-                            let joined =
-                                format!("{}{text}", call["function"][field].as_str().unwrap_or(""));
-                            call["function"][field] = json!(joined);
-                        }
-                    }
-                }
-            }
-            StreamEvent::Finish(reason) => finish_reason = reason,
-            StreamEvent::Usage {
-                prompt_tokens: p,
-                completion_tokens: c,
-            } => {
-                prompt_tokens = p.unwrap_or(prompt_tokens);
-                completion_tokens = c.unwrap_or(completion_tokens);
-            }
-        }
-    }
-    let mut message = json!({"role": "assistant", "content": content});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
-    }
-    Ok(atrium_inference::Completed {
-        outcome: ChatOutcome {
-            message,
-            finish_reason,
-            prompt_tokens,
-            completion_tokens,
-        },
-        model: streaming.model,
-        failed: streaming.failed,
-    })
 }
 
 impl Serving {
