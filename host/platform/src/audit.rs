@@ -1,8 +1,8 @@
 //! The audit log of cross-app calls: [`record`] writes one entry per `apps.invoke`,
-//! `apps.fetch` and team delegation (and, with the events issue, each event delivery) with how
-//! it ended. Recording never fails the call: a store error is logged instead.
+//! `apps.fetch`, team delegation and event delivery with how it ended. Recording never fails
+//! the call: a store error is logged instead.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use atrium_manifest::sandbox::ChainContext;
 use atrium_store::{NewAuditEntry, Store};
@@ -18,16 +18,19 @@ pub enum Kind {
     Fetch,
     /// `team.delegate` or `POST /api/mcp/agent-invoke`.
     Delegate,
+    /// One delivery of an `events.emit` over a wire.
+    Event,
 }
 
 impl Kind {
-    /// `invoke`, `fetch`, `delegate`.
+    /// `invoke`, `fetch`, `delegate`, `event`.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Invoke => "invoke",
             Kind::Fetch => "fetch",
             Kind::Delegate => "delegate",
+            Kind::Event => "event",
         }
     }
 }
@@ -68,25 +71,51 @@ pub async fn record(
     started: Instant,
     outcome: &Outcome,
 ) {
-    let (label, reason) = match outcome {
-        Outcome::Ok => ("ok", None),
-        Outcome::Refused(reason) => ("refused", Some(reason.as_str())),
-        Outcome::Failed(reason) => ("failed", Some(reason.as_str())),
+    let ended = Ended {
+        call: call.clone(),
+        duration: started.elapsed(),
+        outcome: outcome.clone(),
     };
-    let entry = NewAuditEntry {
-        kind: call.kind.as_str(),
-        caller_app: call.caller_app,
-        caller_agent: call.caller_agent,
-        callee_app: call.callee_app,
-        target: call.target,
-        outcome: label,
-        reason,
-        duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
-        chain_depth: i64::from(call.chain.depth),
-        visited_agents: &call.chain.visited,
-    };
-    if let Err(e) = store.record_audit(tenant, &entry).await {
-        tracing::error!(error = %e, kind = call.kind.as_str(), caller = call.caller_app, callee = call.callee_app, "recording a cross-app call in the audit log failed");
+    record_all(store, tenant, std::slice::from_ref(&ended)).await;
+}
+
+/// A call that ended: how long it took and how.
+#[derive(Debug, Clone)]
+pub struct Ended<'a> {
+    /// The call.
+    pub call: Call<'a>,
+    /// How long it took.
+    pub duration: Duration,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// Records the calls of `tenant` that `ended`, in one write.
+pub async fn record_all(store: &Store, tenant: &Actor, ended: &[Ended<'_>]) {
+    let entries: Vec<NewAuditEntry<'_>> = ended
+        .iter()
+        .map(|e| {
+            let (label, reason) = match &e.outcome {
+                Outcome::Ok => ("ok", None),
+                Outcome::Refused(reason) => ("refused", Some(reason.as_str())),
+                Outcome::Failed(reason) => ("failed", Some(reason.as_str())),
+            };
+            NewAuditEntry {
+                kind: e.call.kind.as_str(),
+                caller_app: e.call.caller_app,
+                caller_agent: e.call.caller_agent,
+                callee_app: e.call.callee_app,
+                target: e.call.target,
+                outcome: label,
+                reason,
+                duration_ms: i64::try_from(e.duration.as_millis()).unwrap_or(i64::MAX),
+                chain_depth: i64::from(e.call.chain.depth),
+                visited_agents: &e.call.chain.visited,
+            }
+        })
+        .collect();
+    if let Err(e) = store.record_audits(tenant, &entries).await {
+        tracing::error!(error = %e, entries = entries.len(), "recording cross-app calls in the audit log failed");
     }
 }
 

@@ -42,3 +42,4 @@ pub mod scopes;
 pub mod sealing;
 pub mod services;
 pub mod serving;
+pub mod wires;

@@ -99,20 +99,42 @@ where
 impl Store {
     /// Records one cross-app call of `tenant`.
     pub async fn record_audit(&self, tenant: &TenantKey, entry: &NewAuditEntry<'_>) -> Result<()> {
-        let id = format!("aud_{}", random_hex(12)?);
-        let visited = serde_json::to_string(entry.visited_agents)
-            .map_err(|e| StoreError::Internal(format!("cannot encode a list: {e}")))?;
+        self.record_audits(tenant, std::slice::from_ref(entry))
+            .await
+    }
+
+    /// Records several cross-app calls of `tenant` in one transaction (the deliveries of one
+    /// event: one commit rather than one per subscriber).
+    pub async fn record_audits(
+        &self,
+        tenant: &TenantKey,
+        entries: &[NewAuditEntry<'_>],
+    ) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let visited = serde_json::to_string(entry.visited_agents)
+                .map_err(|e| StoreError::Internal(format!("cannot encode a list: {e}")))?;
+            rows.push((format!("aud_{}", random_hex(12)?), visited, entry));
+        }
+        let now = now_millis();
         on_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO audit_log (org_id, tenant_id, id, kind, caller_app, caller_agent, callee_app, \
-                 target, outcome, reason, duration_ms, chain_depth, visited_agents, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            )
-            .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(&id).bind(entry.kind)
-            .bind(entry.caller_app).bind(entry.caller_agent).bind(entry.callee_app).bind(entry.target)
-            .bind(entry.outcome).bind(entry.reason).bind(entry.duration_ms).bind(entry.chain_depth)
-            .bind(&visited).bind(now_millis())
-            .execute(pool).await?;
+            let mut tx = crate::WriteTransaction::begin_write(pool).await?;
+            for (id, visited, entry) in &rows {
+                sqlx::query(
+                    "INSERT INTO audit_log (org_id, tenant_id, id, kind, caller_app, caller_agent, callee_app, \
+                     target, outcome, reason, duration_ms, chain_depth, visited_agents, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                )
+                .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(id).bind(entry.kind)
+                .bind(entry.caller_app).bind(entry.caller_agent).bind(entry.callee_app).bind(entry.target)
+                .bind(entry.outcome).bind(entry.reason).bind(entry.duration_ms).bind(entry.chain_depth)
+                .bind(visited).bind(now)
+                .execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
         });
         Ok(())
     }

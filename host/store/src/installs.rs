@@ -163,8 +163,9 @@ pub(crate) const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, 
 /// the install's own row last: removing an install deletes from each. A test holds this list
 /// to the schema, with [`OUTLIVE_THE_INSTALL`]: a table keyed by an install that is in
 /// neither fails it.
-pub(crate) const INSTALL_TABLES: [&str; 6] = [
+pub(crate) const INSTALL_TABLES: [&str; 7] = [
     "install_secrets",
+    "heartbeats",
     "app_records",
     "install_agents",
     "install_workflows",

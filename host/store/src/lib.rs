@@ -40,6 +40,7 @@ mod templates;
 mod tenant_tokens;
 mod tenants;
 mod usage;
+mod wires;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -79,6 +80,7 @@ pub use tenant_tokens::{
 };
 pub use tenants::{Tenant, check_tenant_id};
 pub use usage::{AgentUsage, AppUsage, TenantUsage, Usage, UsageRecord, UsageTotals};
+pub use wires::{HeartbeatWake, NewWire, Wire, WireFilter};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]

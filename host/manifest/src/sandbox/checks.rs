@@ -16,6 +16,10 @@ pub const MAX_COMMITMENT_TITLE_CHARS: usize = 200;
 /// Longest commitment content, in characters (docs/runtime.md, "Limits").
 pub const MAX_COMMITMENT_CONTENT_CHARS: usize = 10_000;
 
+/// The most bytes of an event payload (its JSON text): 64 KiB. Every subscriber gets a copy,
+/// so the bound keeps one emit's fan-out small; larger data goes in a record the payload names.
+pub const MAX_EVENT_PAYLOAD_BYTES: usize = 64 * 1024;
+
 const ROOMS_POST: &str = Capability::RoomsPost.as_str();
 const COMMITMENTS_ADD: &str = Capability::CommitmentsAdd.as_str();
 
@@ -305,7 +309,7 @@ pub fn fetch(
 }
 
 /// `events.emit`: not on a public route; the event is declared in `emits`; the payload is
-/// JSON; the chain advances.
+/// JSON of at most [`MAX_EVENT_PAYLOAD_BYTES`]; the chain advances.
 pub fn emit(
     app: &impl Declarations,
     chain: &ChainContext,
@@ -319,6 +323,12 @@ pub fn emit(
         return Err(AgentRefusal::new(format!(
             "event `{name}` is not declared in the manifest's emits ({})",
             declared_names(&emits)
+        )));
+    }
+    if payload.len() > MAX_EVENT_PAYLOAD_BYTES {
+        return Err(AgentRefusal::new(format!(
+            "the event payload has {} bytes; an event payload has at most {MAX_EVENT_PAYLOAD_BYTES} (put larger data in a record and send its id)",
+            payload.len()
         )));
     }
     let payload = parse_json("the event payload", payload).map_err(AgentRefusal::new)?;

@@ -3,6 +3,7 @@
 //! store and the compiled cache on demand), and calls it with the install's scopes, settings
 //! and secrets through [`InstallPlatform`], the runtime's `Platform` over the SQL store.
 
+mod events;
 mod lifecycle;
 mod platform;
 pub mod routes;
@@ -16,6 +17,7 @@ use atrium_runtime::{App, CallError, Caller, Invocation, Runtime};
 use atrium_store::{Install, InstallStatus, InstallValueKind};
 use serde_json::Value;
 
+pub use events::{CONCURRENT_DELIVERIES, EVENT_WAIT};
 pub use lifecycle::HookOutcome;
 pub use platform::InstallPlatform;
 pub use schedules::{ScheduledRun, Schedules};
@@ -314,14 +316,24 @@ pub(crate) fn knowledge_of(install: &Install, manifest: &atrium_manifest::Manife
 }
 
 impl Serving {
-    /// Runs `on_install` after the first activation of a component app that declares it. When
-    /// the hook fails the activation is undone (the install removed) and the error returned.
+    /// Proposes the event wires the activated install's declarations make possible
+    /// ([`crate::wires::propose_declared`]), then runs `on_install` after the first activation
+    /// of a component app that declares it. When the hook fails the activation is undone (the
+    /// install removed) and the error returned.
     pub async fn after_activation(
         &self,
         tenant: &Actor,
         install: &Install,
         first: bool,
     ) -> Result<(), ServeError> {
+        if let Ok(manifest) = self
+            .inner
+            .registry
+            .manifest_of(&install.app_slug, &install.version)
+            .await
+        {
+            crate::wires::propose_declared(self, tenant, &install.app_slug, &manifest).await;
+        }
         if !first {
             return Ok(());
         }

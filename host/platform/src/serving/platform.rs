@@ -1,16 +1,18 @@
 //! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, a thin adapter:
 //! the install's identity and a handle on the [`Services`], each method one call into the
 //! capability's service; `agent.ask` and `team.delegate` run the agent in the agent runner
-//! ([`crate::runner`]) with the chain the sandbox advanced. The capabilities this host does not
-//! offer yet (rooms, events) keep the trait's default, decision
-//! `not_available` naming the capability. `apps.invoke` runs the callee's agent and `apps.fetch`
-//! calls its route once its grant is honoured ([`crate::grants::honoured`]).
+//! ([`crate::runner`]) with the chain the sandbox advanced. `apps.invoke` runs the callee's
+//! agent and `apps.fetch` calls its route once its grant is honoured
+//! ([`crate::grants::honoured`]); `events.emit` fans out over the event's active wires
+//! ([`Serving::emit_event`]). Rooms, which this host does not offer yet, keep the trait's
+//! default, decision `not_available` naming the capability.
 
 use std::time::Instant;
 
 use async_trait::async_trait;
 use atrium_runtime::{
-    AgentCallError, CallInfo, ChainContext, Commitment, FetchResponse, Platform, ToolCallError,
+    AgentCallError, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Platform,
+    ToolCallError,
 };
 use serde_json::Value;
 
@@ -231,6 +233,18 @@ impl Platform for InstallPlatform {
         };
         self.audit(&call, started, &outcome).await;
         answer.map_err(|reason| AgentCallError { reason })
+    }
+
+    async fn emit(
+        &self,
+        _call: &CallInfo,
+        chain: &ChainContext,
+        name: &str,
+        payload: Value,
+    ) -> Result<EmitResult, AgentCallError> {
+        self.serving
+            .emit_event(&self.tenant, &self.app_slug, name, &payload, chain)
+            .await
     }
 
     async fn add_commitment(

@@ -19,7 +19,9 @@ use crate::bindings::atrium::app::{
 use crate::memory::MemoryPlatform;
 use crate::state::CallContext;
 use crate::{CallInfo, Capability, ChainContext, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS};
-use atrium_manifest::sandbox::{MAX_COMMITMENT_CONTENT_CHARS, MAX_COMMITMENT_TITLE_CHARS};
+use atrium_manifest::sandbox::{
+    MAX_COMMITMENT_CONTENT_CHARS, MAX_COMMITMENT_TITLE_CHARS, MAX_EVENT_PAYLOAD_BYTES,
+};
 
 static MANIFEST: ManifestInfo = atrium_sdk::manifest!("tests/fixtures/sandbox-parity.yaml");
 const MANIFEST_TEXT: &str = include_str!("../../tests/fixtures/sandbox-parity.yaml");
@@ -47,6 +49,8 @@ enum Op {
     },
     Emit {
         name: String,
+        /// The characters of the payload's `pad` string (the payload is `{"n": 1}` when 0).
+        pad: usize,
     },
     Ask {
         agent: Option<String>,
@@ -126,7 +130,7 @@ fn probe(ctx: &Ctx<'_>, op: Op) -> Result<Value, Error> {
         }
         Op::Invoke { app, agent } => agent_outcome(ctx.apps.invoke(&app, &agent, "hello")),
         Op::Fetch { path, method } => agent_outcome(ctx.apps.fetch("crm", &path, &method, None)),
-        Op::Emit { name } => agent_outcome(ctx.events.emit(&name, json!({"n": 1}))),
+        Op::Emit { name, pad } => agent_outcome(ctx.events.emit(&name, emit_payload(pad))),
         Op::Ask { agent } => agent_outcome(ctx.agent.ask("hello", agent.as_deref())),
         Op::Commit {
             title,
@@ -241,9 +245,9 @@ async fn through_runtime(
                 .await
                 .unwrap(),
         ),
-        Op::Emit { name } => host_agent(
+        Op::Emit { name, pad } => host_agent(
             events::Events { call }
-                .emit(name, json!({"n": 1}).to_string())
+                .emit(name, emit_payload(pad).to_string())
                 .await
                 .unwrap(),
         ),
@@ -307,6 +311,15 @@ fn delegate(target: &str, from_agent: &str) -> Op {
     Op::Delegate {
         target: target.into(),
         from_agent: from_agent.into(),
+    }
+}
+
+/// An event payload: `{"n": 1}`, or with a `pad` string of `pad` characters.
+fn emit_payload(pad: usize) -> Value {
+    if pad == 0 {
+        json!({"n": 1})
+    } else {
+        json!({"pad": "x".repeat(pad)})
     }
 }
 
@@ -497,6 +510,7 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
         (
             Op::Emit {
                 name: "note_saved".into(),
+                pad: 0,
             },
             1,
             false,
@@ -505,6 +519,7 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
         (
             Op::Emit {
                 name: "note_deleted".into(),
+                pad: 0,
             },
             1,
             false,
@@ -513,6 +528,26 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
         (
             Op::Emit {
                 name: "note_saved".into(),
+                // `{"pad":"…"}`: 10 characters around the pad.
+                pad: MAX_EVENT_PAYLOAD_BYTES - 10,
+            },
+            1,
+            false,
+            Ok,
+        ),
+        (
+            Op::Emit {
+                name: "note_saved".into(),
+                pad: MAX_EVENT_PAYLOAD_BYTES - 9,
+            },
+            1,
+            false,
+            Reason("the event payload has 65537 bytes"),
+        ),
+        (
+            Op::Emit {
+                name: "note_saved".into(),
+                pad: 0,
             },
             1,
             true,
@@ -521,6 +556,7 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
         (
             Op::Emit {
                 name: "note_saved".into(),
+                pad: 0,
             },
             deepest,
             false,
@@ -710,12 +746,14 @@ async fn on_a_host_without_a_capability_both_answer_not_available_after_the_same
         (
             Op::Emit {
                 name: "note_saved".into(),
+                pad: 0,
             },
             Some(Capability::EventsEmit),
         ),
         (
             Op::Emit {
                 name: "undeclared".into(),
+                pad: 0,
             },
             None,
         ),

@@ -246,7 +246,7 @@ async fn lifecycle_schedules_events_and_rooms_reach_their_handlers() {
     );
     assert_eq!(
         handled,
-        json!({"event": "entry_booked", "from": "ledger", "payload": r#"{"entry":5}"#, "tenant": "tenant-a"})
+        json!({"event": "entry_booked", "from": "ledger", "payload": r#"{"entry":5}"#, "tenant": "tenant-a", "agent": "lead", "chain_depth": 1})
     );
     assert_eq!(
         app.on_event(&i, event("entry_voided", "ledger"))

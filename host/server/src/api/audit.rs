@@ -17,7 +17,7 @@ use crate::{ApiError, HostState, QueryParams};
 pub struct AuditView {
     /// `aud_...`.
     pub id: String,
-    /// `invoke`, `fetch` or `delegate`.
+    /// `invoke`, `fetch`, `delegate` or `event`.
     pub kind: String,
     /// The calling app.
     pub caller_app: String,
@@ -25,7 +25,8 @@ pub struct AuditView {
     pub caller_agent: Option<String>,
     /// The app called.
     pub callee_app: String,
-    /// What of it: an agent, or `METHOD /path`.
+    /// What of it: an agent, `METHOD /path`, or an event's target (`event -> agent`,
+    /// `event -> heartbeat agent:slug`).
     pub target: String,
     /// `ok`, `refused` or `failed`.
     pub outcome: String,
@@ -68,7 +69,7 @@ impl Listed for AuditView {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
-    /// `invoke`, `fetch` or `delegate`.
+    /// `invoke`, `fetch`, `delegate` or `event`.
     #[serde(default)]
     pub kind: Option<String>,
     /// Only calls by this app.
@@ -108,7 +109,7 @@ pub async fn list(
     one_of(
         "kind",
         query.kind.as_deref(),
-        &["invoke", "fetch", "delegate"],
+        &["invoke", "fetch", "delegate", "event"],
     )?;
     one_of(
         "outcome",

@@ -89,7 +89,7 @@ pub struct ApproveGrant {
 #[serde(deny_unknown_fields)]
 pub struct RevokeGrant {}
 
-fn api_error(e: GrantError) -> ApiError {
+pub(super) fn api_error(e: GrantError) -> ApiError {
     match e {
         GrantError::Invalid { field, message } => ApiError::field(field, message),
         GrantError::NotFound(message) => ApiError::not_found(message),

@@ -15,6 +15,7 @@ mod routes;
 mod secrets;
 mod tenant_tokens;
 pub mod views;
+mod wires;
 
 use axum::Router;
 use axum::routing::get;
@@ -34,6 +35,7 @@ pub fn router() -> Router<HostState> {
         .merge(conversations::router())
         .merge(mcp::router())
         .merge(grants::router())
+        .merge(wires::router())
         .merge(audit::router())
         .merge(routes::router())
         .fallback(|uri: axum::http::Uri| async move {

@@ -211,10 +211,31 @@ fn socket(_: &Ctx<'_>, a: Value) -> Result<Value, Error> {
     ))
 }
 
+/// Echoes the event; a payload's `behave` object, keyed by app id, makes one subscriber of a
+/// fan-out misbehave: `fail`, `trap`, `sleep:<ms>`, or `relay` (emit the same event again, as
+/// an event loop does).
 fn on_event(ctx: &Ctx<'_>, event: AppEvent) -> Result<Value, Error> {
-    Ok(
-        json!({"event": event.event_name, "from": event.emitter_app_id, "payload": event.payload, "tenant": ctx.tenant_id()}),
-    )
+    let echo = json!({
+        "event": event.event_name, "from": event.emitter_app_id, "payload": event.payload,
+        "tenant": ctx.tenant_id(), "agent": event.target_agent_slug, "chain_depth": ctx.chain_depth(),
+    });
+    let payload: Value = serde_json::from_str(&event.payload).unwrap_or_default();
+    let behaviour = payload["behave"][ctx.app_id()].as_str().unwrap_or("");
+    match behaviour.split_once(':').unwrap_or((behaviour, "")) {
+        ("fail", _) => Err(Error::failed("told to fail")),
+        ("trap", _) => trap(ctx, Value::Null),
+        ("sleep", millis) => {
+            std::thread::sleep(std::time::Duration::from_millis(
+                millis.parse().unwrap_or(0),
+            ));
+            Ok(echo)
+        }
+        ("relay", _) => Ok(json!({
+            "echo": echo,
+            "relayed": outcome(ctx.events.emit(&event.event_name, payload.clone())),
+        })),
+        _ => Ok(echo),
+    }
 }
 
 fn echo_route(ctx: &Ctx<'_>, request: Request) -> Result<Response, Error> {

@@ -10,6 +10,7 @@ mod at_rest;
 mod bundles;
 mod commitments;
 mod conversations;
+mod events;
 mod grants;
 mod hooks;
 mod installs;

@@ -1,0 +1,317 @@
+//! Event wires between the apps of one tenant (spec section 6): the manifests' `emits` and
+//! `subscribes_to` are declarations; events flow only over a wire both sides approved. The
+//! subscriber side proposes a wire for one of its declared subscriptions (approved on its side
+//! at once), the emitter side approves, either side revokes. Activation proposes the wires of
+//! what the new install declares ([`propose_declared`]), never undoing a revoke. Only a tenant
+//! admin moves a wire: an app never approves anything.
+
+use atrium_manifest::{Manifest, SubscriptionTarget};
+use atrium_store::{NewWire, Wire};
+use serde::Serialize;
+
+use crate::grants::GrantError;
+use crate::registry::Actor;
+use crate::serving::Serving;
+
+/// Where a wire stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireState {
+    /// The subscriber side approved; the emitter side has not.
+    PendingEmitterApproval,
+    /// Both sides approved: events flow.
+    Active,
+    /// Either side revoked it.
+    Revoked,
+}
+
+/// The state of `wire`.
+#[must_use]
+pub fn state(wire: &Wire) -> WireState {
+    if wire.revoked_at.is_some() {
+        WireState::Revoked
+    } else if wire.is_active() {
+        WireState::Active
+    } else {
+        WireState::PendingEmitterApproval
+    }
+}
+
+/// A wire as an admin asks for it: the subscriber's target as its manifest writes it (an
+/// agent, or a heartbeat as `slug` or `agent:slug`); none when the subscriber declares one
+/// target for the event.
+#[derive(Debug, Clone, Default)]
+pub struct WireRequest {
+    /// The emitting app.
+    pub emitter_app: String,
+    /// The event.
+    pub event_name: String,
+    /// The receiving app.
+    pub subscriber_app: String,
+    /// The agent invoked.
+    pub target_agent: Option<String>,
+    /// The heartbeat woken.
+    pub target_heartbeat: Option<String>,
+}
+
+/// Wire errors are grant errors: the field at fault, a missing install or wire, a state that
+/// does not allow the change.
+pub type WireError = GrantError;
+
+fn invalid(field: &'static str, message: String) -> WireError {
+    GrantError::Invalid { field, message }
+}
+
+async fn manifest_of_install(
+    serving: &Serving,
+    tenant: &Actor,
+    app: &str,
+) -> Result<Manifest, WireError> {
+    let install = serving.active_install(tenant, app).await.map_err(|_| {
+        GrantError::NotFound(format!("this tenant has no active install of `{app}`"))
+    })?;
+    serving
+        .registry()
+        .manifest_of(app, &install.version)
+        .await
+        .map_err(|e| GrantError::NotFound(e.to_string()))
+}
+
+/// `target` as the API names it: `(target_agent, target_heartbeat)`.
+fn target_names(target: &SubscriptionTarget) -> (String, Option<String>) {
+    match target {
+        SubscriptionTarget::Agent(agent) => (agent.clone(), None),
+        SubscriptionTarget::Heartbeat { agent, slug } => (agent.clone(), Some(slug.clone())),
+    }
+}
+
+/// How a target reads in a message: `agent clerk`, `heartbeat collector:overdue`.
+fn described(target: &SubscriptionTarget) -> String {
+    match target {
+        SubscriptionTarget::Agent(agent) => format!("agent {agent}"),
+        SubscriptionTarget::Heartbeat { agent, slug } => format!("heartbeat {agent}:{slug}"),
+    }
+}
+
+/// Whether `target` is what the request names.
+fn named(request: &WireRequest, target: &SubscriptionTarget) -> bool {
+    match (target, &request.target_agent, &request.target_heartbeat) {
+        (_, None, None) => true,
+        (SubscriptionTarget::Agent(agent), Some(asked), None) => agent == asked,
+        (SubscriptionTarget::Heartbeat { agent, slug }, None, Some(asked)) => {
+            match asked.split_once(':') {
+                Some((a, s)) => a == agent && s == slug,
+                None => asked == slug,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The subscriber side proposes a wire for one of its declared subscriptions. Answers the wire
+/// and whether it (re)started: a pending or active wire is left as it is, a revoked one starts
+/// over.
+pub async fn propose(
+    serving: &Serving,
+    tenant: &Actor,
+    request: &WireRequest,
+) -> Result<(Wire, bool), WireError> {
+    if request.target_agent.is_some() && request.target_heartbeat.is_some() {
+        return Err(invalid(
+            "target_heartbeat",
+            "give either target_agent or target_heartbeat, not both".into(),
+        ));
+    }
+    let subscriber = manifest_of_install(serving, tenant, &request.subscriber_app).await?;
+    let emitter = manifest_of_install(serving, tenant, &request.emitter_app).await?;
+    if !emitter.emits.iter().any(|e| e == &request.event_name) {
+        return Err(invalid(
+            "event_name",
+            format!(
+                "`{}` does not declare the event `{}` in its emits ({})",
+                request.emitter_app,
+                request.event_name,
+                atrium_manifest::sandbox::declared_names(
+                    &emitter.emits.iter().map(String::as_str).collect::<Vec<_>>()
+                )
+            ),
+        ));
+    }
+    let declared: Vec<&SubscriptionTarget> = subscriber
+        .subscribes_to
+        .iter()
+        .filter(|s| s.emitter_app == request.emitter_app && s.event_name == request.event_name)
+        .map(|s| &s.target)
+        .collect();
+    if declared.is_empty() {
+        return Err(invalid(
+            "subscriber_app",
+            format!(
+                "`{}` does not subscribe to `{}` of `{}` in its subscribes_to",
+                request.subscriber_app, request.event_name, request.emitter_app
+            ),
+        ));
+    }
+    let matching: Vec<&&SubscriptionTarget> =
+        declared.iter().filter(|t| named(request, t)).collect();
+    let field = if request.target_heartbeat.is_some() {
+        "target_heartbeat"
+    } else {
+        "target_agent"
+    };
+    let listing = || {
+        declared
+            .iter()
+            .map(|t| described(t))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let target = match matching.as_slice() {
+        [one] => **one,
+        [] => {
+            return Err(invalid(
+                field,
+                format!(
+                    "`{}` declares no such target for `{}` of `{}` (its targets: {})",
+                    request.subscriber_app,
+                    request.event_name,
+                    request.emitter_app,
+                    listing()
+                ),
+            ));
+        }
+        _ => {
+            return Err(invalid(
+                "target_agent",
+                format!(
+                    "`{}` subscribes to `{}` of `{}` with several targets ({}): name one with target_agent or target_heartbeat",
+                    request.subscriber_app,
+                    request.event_name,
+                    request.emitter_app,
+                    listing()
+                ),
+            ));
+        }
+    };
+    let (agent, heartbeat) = target_names(target);
+    let wire = NewWire {
+        emitter_app: &request.emitter_app,
+        event_name: &request.event_name,
+        subscriber_app: &request.subscriber_app,
+        target_agent: &agent,
+        target_heartbeat: heartbeat.as_deref(),
+    };
+    Ok(serving
+        .registry()
+        .store()
+        .propose_wire(tenant, &wire, true)
+        .await?)
+}
+
+/// The emitter side approves wire `id`.
+pub async fn approve(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire, WireError> {
+    let store = serving.registry().store();
+    let existing = store
+        .wire(tenant, id)
+        .await?
+        .ok_or_else(|| GrantError::NotFound(format!("no wire `{id}`")))?;
+    if existing.revoked_at.is_some() {
+        return Err(GrantError::Conflict {
+            code: "wire_revoked",
+            message: format!(
+                "the wire `{id}` was revoked: the subscriber side proposes it again first"
+            ),
+        });
+    }
+    // The emitter must still be installed to approve for it.
+    manifest_of_install(serving, tenant, &existing.emitter_app).await?;
+    store
+        .approve_wire(tenant, id)
+        .await?
+        .ok_or_else(|| GrantError::NotFound(format!("no wire `{id}`")))
+}
+
+/// Revokes wire `id` (either side).
+pub async fn revoke(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire, WireError> {
+    serving
+        .registry()
+        .store()
+        .revoke_wire(tenant, id)
+        .await?
+        .ok_or_else(|| GrantError::NotFound(format!("no wire `{id}`")))
+}
+
+/// Proposes, after `app` was activated, the wires its declarations and the tenant's other
+/// active installs make possible: each subscription of `app` to an installed emitter that
+/// declares the event, and each subscription of another install to an event `app` declares.
+/// The subscriber side is approved (the admin who activated it consented to its
+/// declarations); the emitter side stays pending. A wire that exists in any state, revoked
+/// included, is left as it is. Failures are logged: activation does not depend on them.
+pub async fn propose_declared(serving: &Serving, tenant: &Actor, app: &str, manifest: &Manifest) {
+    let store = serving.registry().store();
+    let installs = match store.installs(tenant).await {
+        Ok(installs) => installs,
+        Err(e) => {
+            tracing::error!(error = %e, app, "listing installs to propose event wires failed");
+            return;
+        }
+    };
+    let mut proposals: Vec<(String, String, String, SubscriptionTarget)> = Vec::new();
+    for install in installs
+        .iter()
+        .filter(|i| i.status == atrium_store::InstallStatus::Active)
+    {
+        let other = if install.app_slug == app {
+            manifest.clone()
+        } else {
+            match serving
+                .registry()
+                .manifest_of(&install.app_slug, &install.version)
+                .await
+            {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(error = %e, app = %install.app_slug, "reading a manifest to propose event wires failed");
+                    continue;
+                }
+            }
+        };
+        // `app` subscribes to `other`'s events.
+        for s in &manifest.subscribes_to {
+            if s.emitter_app == install.app_slug && other.emits.contains(&s.event_name) {
+                proposals.push((
+                    install.app_slug.clone(),
+                    s.event_name.clone(),
+                    app.to_owned(),
+                    s.target.clone(),
+                ));
+            }
+        }
+        // `other` subscribes to `app`'s events (itself excepted: done above).
+        if install.app_slug != app {
+            for s in &other.subscribes_to {
+                if s.emitter_app == app && manifest.emits.contains(&s.event_name) {
+                    proposals.push((
+                        app.to_owned(),
+                        s.event_name.clone(),
+                        install.app_slug.clone(),
+                        s.target.clone(),
+                    ));
+                }
+            }
+        }
+    }
+    for (emitter, event, subscriber, target) in proposals {
+        let (agent, heartbeat) = target_names(&target);
+        let wire = NewWire {
+            emitter_app: &emitter,
+            event_name: &event,
+            subscriber_app: &subscriber,
+            target_agent: &agent,
+            target_heartbeat: heartbeat.as_deref(),
+        };
+        if let Err(e) = store.propose_wire(tenant, &wire, false).await {
+            tracing::error!(error = %e, emitter, event, subscriber, "proposing a declared event wire failed");
+        }
+    }
+}
