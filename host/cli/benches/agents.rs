@@ -31,40 +31,18 @@
     missing_docs
 )]
 
-use std::time::{Duration, Instant};
-
 use atrium_fake_llm::{FakeLlm, Reply};
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[path = "support/publish.rs"]
 mod publish;
 // Shared by the load tools; this one uses part of it.
 #[allow(dead_code)]
 mod support;
-use publish::{LOG, expect};
-use support::{HostProcess, quantile_ms};
+use publish::{LOG, report, timed};
+use support::HostProcess;
 
 const APPS: usize = 10;
-
-async fn timed(request: reqwest::RequestBuilder, what: &str) -> (Duration, Value) {
-    let started = Instant::now();
-    let response = request.send().await.unwrap();
-    let body = expect(response, what).await;
-    (started.elapsed(), body)
-}
-
-fn report(label: &str, samples: &mut [Duration]) -> [f64; 3] {
-    samples.sort();
-    let q = [0.5, 0.9, 0.99].map(|q| quantile_ms(samples, q));
-    println!(
-        "{label:<12} p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms over {} runs",
-        q[0],
-        q[1],
-        q[2],
-        samples.len()
-    );
-    q
-}
 
 fn main() {
     let runs = support::env_number::<usize>("ATRIUM_BENCH_RUNS", 300);

@@ -35,6 +35,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 #[path = "support/publish.rs"]
+// Shared by the load tools; this one uses part of it.
+#[allow(dead_code)]
 mod publish;
 mod support;
 use publish::{LOG, expect};

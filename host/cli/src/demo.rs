@@ -257,6 +257,9 @@ impl Demo {
                 Err(e) => tracing::warn!(app = %manifest.app_id, "the demo cannot install it: {e}"),
             }
         }
+        if installed > 0 {
+            self.wire(&tenant, apps).await;
+        }
         let active = self
             .store
             .installs(&TenantKey::new(&self.org_id, TENANT))
@@ -482,6 +485,48 @@ impl Demo {
         }
         tracing::info!(app = %slug, tenant = TENANT, "the demo installed an example app");
         Ok(true)
+    }
+
+    /// Wires the examples' events as their manifests declare them (an example that subscribes
+    /// to another's event gets it), approved on both sides for the demo tenant, as its scopes
+    /// are granted. A wire that exists in any state is left alone, so a revoke stays.
+    async fn wire(&self, tenant: &Actor, apps: &[(&Example, Manifest)]) {
+        for (_, subscriber) in apps {
+            for subscription in &subscriber.subscribes_to {
+                let emits = apps.iter().any(|(_, m)| {
+                    m.app_id == subscription.emitter_app
+                        && m.emits.contains(&subscription.event_name)
+                });
+                if !emits {
+                    continue;
+                }
+                let (agent, heartbeat) = match &subscription.target {
+                    atrium_manifest::SubscriptionTarget::Agent(agent) => (agent.as_str(), None),
+                    atrium_manifest::SubscriptionTarget::Heartbeat { agent, slug } => {
+                        (agent.as_str(), Some(slug.as_str()))
+                    }
+                };
+                let wire = atrium_store::NewWire {
+                    emitter_app: &subscription.emitter_app,
+                    event_name: &subscription.event_name,
+                    subscriber_app: &subscriber.app_id,
+                    target_agent: agent,
+                    target_heartbeat: heartbeat,
+                };
+                let approved = match self.store.propose_wire(tenant, &wire, false).await {
+                    Ok((proposed, true)) => self
+                        .store
+                        .approve_wire(tenant, &proposed.id)
+                        .await
+                        .map(|_| ()),
+                    Ok((_, false)) => Ok(()),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = approved {
+                    tracing::warn!(emitter = %subscription.emitter_app, event = %subscription.event_name, subscriber = %subscriber.app_id, "the demo cannot wire the event: {e}");
+                }
+            }
+        }
     }
 
     /// What the first start prints once: the token and the calls to try.

@@ -89,8 +89,19 @@ pub async fn developer_and_org(data: &Path) -> (String, atrium_store::CreatedKey
 /// Registers the probe component as `slug` at `version` and promotes it, with developer token
 /// `dev`.
 pub async fn publish(client: &reqwest::Client, base: &str, dev: &str, slug: &str, version: &str) {
+    publish_manifest(client, base, dev, slug, version, &manifest(slug, version)).await;
+}
+
+/// Registers the probe component as `slug` at `version` with manifest `text`, and promotes it.
+pub async fn publish_manifest(
+    client: &reqwest::Client,
+    base: &str,
+    dev: &str,
+    slug: &str,
+    version: &str,
+    text: &str,
+) {
     let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
-    let text = manifest(slug, version);
     let (content_type, body) =
         multipart(&[("manifest", text.as_bytes()), ("component", &component)]);
     let r = client
@@ -111,4 +122,27 @@ pub async fn publish(client: &reqwest::Client, base: &str, dev: &str, slug: &str
         .await
         .unwrap();
     expect(r, "promote").await;
+}
+
+/// Sends `request` and answers how long it took and the body (a failure panics with the host's
+/// log).
+pub async fn timed(request: reqwest::RequestBuilder, what: &str) -> (Duration, Value) {
+    let started = std::time::Instant::now();
+    let response = request.send().await.unwrap();
+    let body = expect(response, what).await;
+    (started.elapsed(), body)
+}
+
+/// Prints the p50, p90 and p99 of `samples` under `label`, and answers them in ms.
+pub fn report(label: &str, samples: &mut [Duration]) -> [f64; 3] {
+    samples.sort();
+    let q = [0.5, 0.9, 0.99].map(|q| super::support::quantile_ms(samples, q));
+    println!(
+        "{label:<20} p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms over {} runs",
+        q[0],
+        q[1],
+        q[2],
+        samples.len()
+    );
+    q
 }
