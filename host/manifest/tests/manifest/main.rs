@@ -9,6 +9,7 @@ mod agents;
 mod events;
 mod examples;
 mod heartbeats;
+mod mentions;
 mod parsing;
 mod robustness;
 mod runtime;
