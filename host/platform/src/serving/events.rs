@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use atrium_runtime::{AgentCallError, AppEvent, CallError, Caller, ChainContext, EmitResult};
-use atrium_store::Wire;
+use atrium_store::{Install, Wire};
 use serde_json::Value;
 
 use super::Serving;
@@ -70,12 +70,8 @@ impl Serving {
         // A wire to an app the tenant no longer runs carries nothing.
         let mut live = Vec::with_capacity(wires.len());
         for wire in wires {
-            if self
-                .active_install(tenant, &wire.subscriber_app)
-                .await
-                .is_ok()
-            {
-                live.push(wire);
+            if let Ok(install) = self.active_install(tenant, &wire.subscriber_app).await {
+                live.push((wire, install));
             }
         }
         let wire_count = u32::try_from(live.len()).unwrap_or(u32::MAX);
@@ -88,13 +84,13 @@ impl Serving {
         let gate = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_DELIVERIES));
         let deliveries: Vec<_> = live
             .into_iter()
-            .map(|wire| {
+            .map(|(wire, install)| {
                 let (serving, emit, gate) = (self.clone(), emit.clone(), gate.clone());
                 // A task of its own: an emitter that goes away does not cut a delivery short.
                 tokio::spawn(async move {
                     let _permit = gate.acquire_owned().await;
                     let started = Instant::now();
-                    let delivered = serving.deliver(&emit, &wire).await;
+                    let delivered = serving.deliver(&emit, &wire, &install).await;
                     (wire, started.elapsed(), delivered)
                 })
             })
@@ -139,27 +135,28 @@ impl Serving {
         })
     }
 
-    /// Delivers `emit` over `wire`.
-    async fn deliver(&self, emit: &Emit, wire: &Wire) -> Delivered {
+    /// Delivers `emit` over `wire` to the subscriber's `install`.
+    async fn deliver(&self, emit: &Emit, wire: &Wire, install: &Install) -> Delivered {
         let result = match &wire.target_heartbeat {
-            Some(slug) => self.wake(emit, wire, slug).await,
-            None => self.dispatch(emit, wire).await,
+            Some(slug) => self.wake(emit, wire, install, slug).await,
+            None => self.dispatch(emit, wire, install).await,
         };
         result.unwrap_or_else(Delivered::Failed)
     }
 
     /// `on_event` of the subscriber's install, for the wire's agent.
-    async fn dispatch(&self, emit: &Emit, wire: &Wire) -> Result<Delivered, String> {
-        let install = self
-            .active_install(&emit.tenant, &wire.subscriber_app)
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn dispatch(
+        &self,
+        emit: &Emit,
+        wire: &Wire,
+        install: &Install,
+    ) -> Result<Delivered, String> {
         let app = self
             .app(&install.app_slug, &install.version)
             .await
             .map_err(|e| e.to_string())?;
         let mut inv = self
-            .invocation(&emit.tenant, &install, &app, Caller::Platform)
+            .invocation(&emit.tenant, install, &app, Caller::Platform)
             .await
             .map_err(|e| e.to_string())?;
         inv.chain = emit.chain.clone();
@@ -178,11 +175,13 @@ impl Serving {
 
     /// Sets the next run of the wire's heartbeat to now, when the subscriber's installed
     /// version still declares it.
-    async fn wake(&self, emit: &Emit, wire: &Wire, slug: &str) -> Result<Delivered, String> {
-        let install = self
-            .active_install(&emit.tenant, &wire.subscriber_app)
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn wake(
+        &self,
+        emit: &Emit,
+        wire: &Wire,
+        install: &Install,
+        slug: &str,
+    ) -> Result<Delivered, String> {
         let manifest = self
             .registry()
             .manifest_of(&install.app_slug, &install.version)

@@ -332,7 +332,7 @@ pub async fn post_message(
     }
     let conversation = own(&state, &user, &id).await?;
     let serving = state.serving()?.clone();
-    let actor = atrium_platform::registry::Actor::user(user.key(), &user.user_id);
+    let actor = crate::principals::actor(&user);
     if !wants_stream(&headers) {
         let turn = conversations::turn(&serving, &actor, &conversation, &body.content, None)
             .await

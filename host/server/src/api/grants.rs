@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::views::time;
 use crate::page::{Listed, Page, PageRequest, SortedBy};
-use crate::principals::TenantAdmin;
+use crate::principals::{TenantAdmin, actor};
 use crate::{ApiError, HostState, JsonBody, OptionalJsonBody};
 
 /// A grant as answered.
@@ -96,10 +96,6 @@ pub(super) fn api_error(e: GrantError) -> ApiError {
         GrantError::Conflict { code, message } => ApiError::conflict(code, message),
         GrantError::Store(e) => ApiError::from(e),
     }
-}
-
-fn actor(admin: &atrium_store::TenantPrincipal) -> atrium_platform::registry::Actor {
-    atrium_platform::registry::Actor::user(admin.key(), &admin.user_id)
 }
 
 /// The caller side asks: 201 with a new (or restarted) pending grant, 200 with a pending or

@@ -4,7 +4,7 @@
 //! tenant, taken from the token, never from the request.
 
 use atrium_manifest::{CrossAppDependency, InstallSetting, Manifest, RagSlot};
-use atrium_platform::registry::{ActivateRequest, Actor};
+use atrium_platform::registry::ActivateRequest;
 use atrium_platform::scopes;
 use atrium_store::Install;
 use axum::extract::{Path, State};
@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::registry;
 use super::views::time;
 use crate::page::{Page, PageRequest};
-use crate::principals::{TenantAdmin, TenantUser};
+use crate::principals::{TenantAdmin, TenantUser, actor};
 use crate::{ApiError, HostState, JsonBody, OptionalJsonBody};
 
 /// A scope as disclosed on the install page.
@@ -222,7 +222,7 @@ pub async fn activate(
     Path(app): Path<String>,
     OptionalJsonBody(request): OptionalJsonBody<ActivateRequest>,
 ) -> Result<(StatusCode, Json<InstallView>), ApiError> {
-    let who = who(&tenant);
+    let who = actor(&tenant);
     let activated = registry(&state)?.activate(&who, &app, &request).await?;
     serving(&state)?
         .after_activation(&who, &activated.install, activated.first)
@@ -243,7 +243,7 @@ pub async fn deactivate(
 ) -> Result<Json<InstallView>, ApiError> {
     let install = state.store.deactivate(&tenant.key().install(&app)).await?;
     serving(&state)?
-        .after_deactivation(&who(&tenant), &install)
+        .after_deactivation(&actor(&tenant), &install)
         .await?;
     Ok(Json(view(&state, install).await?))
 }
@@ -381,7 +381,9 @@ pub async fn call_tool(
 ) -> Result<Json<ToolResult>, ApiError> {
     let serving = state.serving()?;
     let args = tool_args(&body)?;
-    let result = serving.call_tool(&who(&tenant), &app, &tool, &args).await?;
+    let result = serving
+        .call_tool(&actor(&tenant), &app, &tool, &args)
+        .await?;
     Ok(Json(ToolResult { result }))
 }
 
@@ -400,11 +402,6 @@ pub(super) fn tool_args(body: &[u8]) -> Result<Value, ApiError> {
         ));
     }
     Ok(args)
-}
-
-/// The tenant reference of a tenant principal.
-fn who(tenant: &atrium_store::TenantPrincipal) -> Actor {
-    Actor::user(tenant.key(), &tenant.user_id)
 }
 
 /// The principal's tenant.
@@ -433,7 +430,7 @@ pub async fn patch(
     JsonBody(body): JsonBody<PatchInstall>,
 ) -> Result<Json<InstallView>, ApiError> {
     let install = registry(&state)?
-        .update_settings(&who(&tenant), &app, &body.settings)
+        .update_settings(&actor(&tenant), &app, &body.settings)
         .await?;
     Ok(Json(view(&state, install).await?))
 }
@@ -463,7 +460,7 @@ pub async fn put_override(
     JsonBody(body): JsonBody<PutOverride>,
 ) -> Result<(StatusCode, Json<OverrideView>), ApiError> {
     let created = registry(&state)?
-        .put_secret_override(&who(&tenant), &app, &key, &body.value)
+        .put_secret_override(&actor(&tenant), &app, &key, &body.value)
         .await?;
     let status = if created {
         StatusCode::CREATED
@@ -480,7 +477,7 @@ pub async fn delete_override(
     Path((app, key)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     registry(&state)?
-        .delete_secret_override(&who(&tenant), &app, &key)
+        .delete_secret_override(&actor(&tenant), &app, &key)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -493,7 +490,9 @@ pub async fn upgrade(
     Path(app): Path<String>,
     OptionalJsonBody(body): OptionalJsonBody<atrium_platform::registry::TenantUpgrade>,
 ) -> Result<Json<InstallView>, ApiError> {
-    let activated = registry(&state)?.upgrade(&who(&tenant), &app, body).await?;
+    let activated = registry(&state)?
+        .upgrade(&actor(&tenant), &app, body)
+        .await?;
     Ok(Json(view(&state, activated.install).await?))
 }
 
@@ -566,7 +565,7 @@ pub async fn inbound(
         metadata: Value::Object(body.metadata).to_string(),
     };
     let dispatched = serving(&state)?
-        .fan_out_inbound(&who(&tenant), &envelope)
+        .fan_out_inbound(&actor(&tenant), &envelope)
         .await?;
     Ok(Json(Dispatched {
         message_id,
@@ -588,7 +587,7 @@ pub async fn agents(
     Path(app): Path<String>,
 ) -> Result<Json<AgentList>, ApiError> {
     let agents = registry(&state)?
-        .installed_agents(&who(&tenant), &app)
+        .installed_agents(&actor(&tenant), &app)
         .await?;
     Ok(Json(AgentList { agents }))
 }
@@ -601,7 +600,7 @@ pub async fn edit_agent(
     JsonBody(edit): JsonBody<atrium_platform::registry::AgentEdit>,
 ) -> Result<Json<atrium_platform::registry::InstalledAgent>, ApiError> {
     let agent = registry(&state)?
-        .edit_agent(&who(&tenant), &app, &agent, &edit)
+        .edit_agent(&actor(&tenant), &app, &agent, &edit)
         .await?;
     Ok(Json(agent))
 }
@@ -620,7 +619,7 @@ pub async fn workflows(
     Path(app): Path<String>,
 ) -> Result<Json<WorkflowList>, ApiError> {
     let workflows = registry(&state)?
-        .installed_workflows(&who(&tenant), &app)
+        .installed_workflows(&actor(&tenant), &app)
         .await?;
     Ok(Json(WorkflowList { workflows }))
 }
@@ -633,7 +632,7 @@ pub async fn override_workflow(
     JsonBody(o): JsonBody<atrium_platform::registry::WorkflowOverride>,
 ) -> Result<Json<atrium_platform::registry::InstalledWorkflow>, ApiError> {
     let workflow = registry(&state)?
-        .override_workflow(&who(&tenant), &app, &workflow, &o)
+        .override_workflow(&actor(&tenant), &app, &workflow, &o)
         .await?;
     Ok(Json(workflow))
 }

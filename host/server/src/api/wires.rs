@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::views::time;
 use crate::page::{Listed, Page, PageRequest, SortedBy};
-use crate::principals::TenantAdmin;
+use crate::principals::{TenantAdmin, actor};
 use crate::{ApiError, HostState, JsonBody, OptionalJsonBody, QueryParams};
 
 /// A wire as answered.
@@ -126,10 +126,6 @@ pub struct WireQuery {
 
 fn api_error(e: wires::WireError) -> ApiError {
     super::grants::api_error(e)
-}
-
-fn actor(admin: &atrium_store::TenantPrincipal) -> atrium_platform::registry::Actor {
-    atrium_platform::registry::Actor::user(admin.key(), &admin.user_id)
 }
 
 /// The subscriber side proposes: 201 with a new (or restarted) pending wire, 200 with a

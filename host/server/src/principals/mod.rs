@@ -23,4 +23,4 @@ pub use app::AppCaller;
 pub use developer::Dev;
 pub use org::Org;
 pub(crate) use tenant::no_such_tenant;
-pub use tenant::{OrgOrTenantAdmin, TenantAdmin, TenantUser};
+pub use tenant::{OrgOrTenantAdmin, TenantAdmin, TenantUser, actor};

@@ -15,6 +15,11 @@ use axum::http::request::Parts;
 use crate::extract::bearer_token;
 use crate::{ApiError, HostState, Org};
 
+/// Who acts on the tenant's installs when `principal` calls: its tenant and its user.
+pub fn actor(principal: &TenantPrincipal) -> atrium_platform::registry::Actor {
+    atrium_platform::registry::Actor::user(principal.key(), &principal.user_id)
+}
+
 /// A tenant admin or a tenant user.
 #[derive(Debug, Clone)]
 pub struct TenantUser(pub TenantPrincipal);
