@@ -72,6 +72,13 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let rooms = match atrium_platform::rooms::RoomsConfig::from_env(&env) {
+        Ok(rooms) => rooms,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(1);
+        }
+    };
     let max_cpu_cores_per_tenant = match tenant_cpu_cores(
         std::env::var(TENANT_CPU_CORES_ENV)
             .ok()
@@ -204,6 +211,7 @@ pub fn run(args: &Args) -> ExitCode {
             .with_embedders(embedders)
             .with_retrieval(retrieval)
             .with_registry(registry, identity)
+            .with_rooms(rooms)
             .with_limits(limits);
         let served = atrium_server::serve(listener, state, shutdown).await;
         if let Some(demo) = demo {

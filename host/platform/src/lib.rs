@@ -37,6 +37,7 @@ mod keyfile;
 pub mod llm_roles;
 pub mod orchestrator;
 pub mod registry;
+pub mod rooms;
 pub mod runner;
 pub mod scopes;
 pub mod sealing;

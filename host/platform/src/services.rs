@@ -105,6 +105,9 @@ impl Services {
             return tools::chat(chat, tenant, app_slug, tool, args).await;
         }
         let install = tenant.install(app_slug);
+        if tool == "rooms.messages" {
+            return tools::room_messages(self.inner.registry.store(), &install, tool, args).await;
+        }
         tools::records(self.inner.registry.store(), &install, tool, args).await
     }
 

@@ -64,6 +64,8 @@ pub struct HostState {
     pub identity: Option<std::sync::Arc<atrium_platform::identity::Identity>>,
     /// The rate limits and the global shedding (docs/api.md, "Limits and overload").
     pub limiter: std::sync::Arc<overload::Limiter>,
+    /// How group rooms behave (the stream's keepalive, a slow stream's buffer).
+    pub rooms: atrium_platform::rooms::RoomsConfig,
     /// The background jobs: the metering writer from the start, the rest while [`serve`]
     /// runs ([`jobs`]).
     pub jobs: atrium_jobs::Jobs,
@@ -91,8 +93,15 @@ impl HostState {
             serving: None,
             identity: None,
             limiter: std::sync::Arc::default(),
+            rooms: atrium_platform::rooms::RoomsConfig::default(),
             jobs,
         }
+    }
+
+    /// The same state with rooms configured as `rooms` says.
+    pub fn with_rooms(mut self, rooms: atrium_platform::rooms::RoomsConfig) -> Self {
+        self.rooms = rooms;
+        self.wired()
     }
 
     /// The same state with these limits.
@@ -138,9 +147,10 @@ impl HostState {
                     metering: Some(self.metering.clone()),
                 },
             );
-            atrium_platform::serving::Serving::new(
+            atrium_platform::serving::Serving::with_rooms(
                 services,
                 atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
+                self.rooms.clone(),
             )
         });
         self
@@ -244,6 +254,15 @@ pub async fn serve(
     let routes =
         router(state.clone()).into_make_service_with_connect_info::<overload::Connection>();
     let listener = overload::Gate::new(listener, state.limiter.clone());
+    // A room stream never ends on its own: the stop ends them, or the graceful shutdown
+    // would wait for them forever.
+    let hub = state.serving.as_ref().map(|s| s.rooms().clone());
+    let shutdown = async move {
+        shutdown.await;
+        if let Some(hub) = hub {
+            hub.close();
+        }
+    };
     let served = axum::serve(listener, routes)
         .with_graceful_shutdown(shutdown)
         .await;

@@ -34,6 +34,7 @@ mod meter;
 mod public_routes;
 mod rag;
 mod records;
+mod rooms;
 mod schedules;
 mod secrets;
 mod templates;
@@ -72,6 +73,10 @@ pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
 pub use records::Record;
+pub use rooms::{
+    MemberAdded, MemberKind, NewRoomMember, NewRoomMessage, Posted, ROOM_CHANNEL, Room, RoomMember,
+    RoomMessage, RoomNotification, RoomNotifications,
+};
 pub use schedules::{ScheduleRun, ScheduleSlot};
 pub use secrets::SecretMeta;
 pub use tenant_tokens::{

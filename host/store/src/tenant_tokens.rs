@@ -145,7 +145,7 @@ pub fn check_display_name(name: &str) -> Result<()> {
 }
 
 /// A random (version 4) UUID from the operating system's random source.
-fn random_uuid() -> Result<String> {
+pub(crate) fn random_uuid() -> Result<String> {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).map_err(|e| {
         StoreError::Internal(format!("the operating system's random source failed: {e}"))

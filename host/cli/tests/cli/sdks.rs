@@ -46,6 +46,15 @@ fn the_python_sdk_and_the_python_invoice_desk_pass_their_own_tests() {
         .unwrap();
     succeeds("pytest", &out);
     assert!(stdout(&out).contains(" passed"), "{}", stdout(&out));
+    // The room bot on its own: its modules share their names with the invoice desk's.
+    let out = with_env(Command::new("python3"), &sdk::python_env())
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(root().join("examples/room-bot-py"))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    succeeds("pytest (room-bot-py)", &out);
+    assert!(stdout(&out).contains("2 passed"), "{}", stdout(&out));
 }
 
 #[test]

@@ -66,6 +66,8 @@ pub struct Serving {
 
 struct Inner {
     services: Services,
+    /// The room streams of this host.
+    rooms: Arc<crate::rooms::RoomHub>,
     registry: Registry,
     runtime: Runtime,
     capacity: usize,
@@ -96,8 +98,17 @@ impl std::fmt::Debug for Serving {
 
 impl Serving {
     /// Serves the apps of the services' registry with its runtime, keeping at most `capacity`
-    /// versions loaded.
+    /// versions loaded, rooms as [`crate::rooms::RoomsConfig`]'s defaults.
     pub fn new(services: Services, capacity: usize) -> Self {
+        Serving::with_rooms(services, capacity, crate::rooms::RoomsConfig::default())
+    }
+
+    /// [`Serving::new`] with rooms configured as `rooms` says.
+    pub fn with_rooms(
+        services: Services,
+        capacity: usize,
+        rooms: crate::rooms::RoomsConfig,
+    ) -> Self {
         let registry = services.registry().clone();
         let installs =
             InstallCache::new(registry.store(), INSTALLS_CACHED, |change| match change {
@@ -114,6 +125,7 @@ impl Serving {
             });
         Serving {
             inner: Arc::new(Inner {
+                rooms: crate::rooms::RoomHub::new(registry.store().clone(), rooms),
                 installs,
                 runtime: registry.runtime().clone(),
                 registry,
@@ -132,6 +144,11 @@ impl Serving {
     /// The registry.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// The room streams of this host.
+    pub fn rooms(&self) -> &Arc<crate::rooms::RoomHub> {
+        &self.inner.rooms
     }
 
     /// How many versions are loaded now.

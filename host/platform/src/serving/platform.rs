@@ -4,15 +4,15 @@
 //! ([`crate::runner`]) with the chain the sandbox advanced. `apps.invoke` runs the callee's
 //! agent and `apps.fetch` calls its route once its grant is honoured
 //! ([`crate::grants::honoured`]); `events.emit` fans out over the event's active wires
-//! ([`Serving::emit_event`]). Rooms, which this host does not offer yet, keep the trait's
-//! default, decision `not_available` naming the capability.
+//! ([`Serving::emit_event`]); `rooms.post` stores the post and routes its mentions
+//! ([`Serving::post_as_agent`]).
 
 use std::time::Instant;
 
 use async_trait::async_trait;
 use atrium_runtime::{
     AgentCallError, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Platform,
-    ToolCallError,
+    RoomPost, RoomPostRequest, ToolCallError,
 };
 use serde_json::Value;
 
@@ -245,6 +245,25 @@ impl Platform for InstallPlatform {
         self.serving
             .emit_event(&self.tenant, &self.app_slug, name, &payload, chain)
             .await
+    }
+
+    async fn post_to_room(
+        &self,
+        call: &CallInfo,
+        post: RoomPostRequest,
+    ) -> Result<RoomPost, ToolCallError> {
+        let chain = ChainContext {
+            depth: call.chain_depth,
+            visited: call.visited_agents.clone(),
+        };
+        let posted = self
+            .serving
+            .post_as_agent(&self.tenant, &self.app_slug, post, &chain)
+            .await?;
+        Ok(RoomPost {
+            message: crate::rooms::runtime_message(&self.tenant.tenant_id, &posted.message),
+            routed_targets: posted.routed_targets,
+        })
     }
 
     async fn add_commitment(

@@ -41,6 +41,12 @@ pub const TOOLS: &[PlatformTool] = &[
         parameters: r#"{"type":"object","properties":{"slot":{"type":"string"},"query":{"type":"string"},"top_k":{"type":"integer","minimum":1,"maximum":50}},"required":["slot","query"],"additionalProperties":false}"#,
     },
     PlatformTool {
+        name: "rooms.messages",
+        scopes: &["rooms.read"],
+        description: "The timeline of room `room_id` that the app's agent `from_agent` is a member of, newest first: at most `limit` messages (1 to 100, default 20) stored before `before` (the `created_at` of a message, for the next page). Answers `{messages: [{id, seq, sender_type, sender_ref, sender_display, content, mentions, metadata, created_at}]}`.",
+        parameters: r#"{"type":"object","properties":{"room_id":{"type":"string"},"from_agent":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":100},"before":{"type":"string"}},"required":["room_id","from_agent"],"additionalProperties":false}"#,
+    },
+    PlatformTool {
         name: "records.delete",
         scopes: &[],
         description: "Deletes one of the app's records of this install by `id`.",
@@ -102,6 +108,84 @@ fn string_arg<'a>(tool: &str, args: &'a Value, key: &str) -> Result<&'a str, Too
 
 fn record_json(record: Record) -> Value {
     Value::Object(record.data)
+}
+
+/// The most messages `rooms.messages` answers at once.
+const MAX_ROOM_READ: i64 = 100;
+
+/// `rooms.messages`: a page of the timeline of a room the calling agent is a member of.
+pub(crate) async fn room_messages(
+    store: &Store,
+    install: &InstallKey,
+    tool: &str,
+    args: &Value,
+) -> Result<Value, ToolCallError> {
+    let room = string_arg(tool, args, "room_id")?;
+    let agent = string_arg(tool, args, "from_agent")?;
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => 20,
+        Some(v) => v
+            .as_i64()
+            .filter(|n| (1..=MAX_ROOM_READ).contains(n))
+            .ok_or_else(|| {
+                refuse(
+                    tool,
+                    Decision::InvalidArguments,
+                    format!("`limit` must be a whole number from 1 to {MAX_ROOM_READ}"),
+                )
+            })?,
+    };
+    let before = match args.get("before") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .map(|t| t.as_microsecond())
+                .ok_or_else(|| {
+                    refuse(
+                        tool,
+                        Decision::InvalidArguments,
+                        "`before` must be an ISO-8601 time, the `created_at` of a message",
+                    )
+                })?,
+        ),
+    };
+    let tenant = TenantKey::new(&install.org_id, &install.tenant_id);
+    let key = format!("{}:{agent}", install.app_slug);
+    let found = store
+        .room(&tenant, room)
+        .await
+        .map_err(|e| failed(tool, &e))?;
+    let Some(found) = found else {
+        return Err(refuse(
+            tool,
+            Decision::UnknownRoom,
+            format!("there is no room `{room}`"),
+        ));
+    };
+    if !found.members.iter().any(|m| m.key == key) {
+        return Err(refuse(
+            tool,
+            Decision::NotMember,
+            format!("`{key}` is not a member of room `{room}`"),
+        ));
+    }
+    let messages = store
+        .room_messages_before(&tenant, room, before, limit)
+        .await
+        .map_err(|e| failed(tool, &e))?;
+    let messages: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.id, "seq": m.seq, "sender_type": m.sender_type,
+                "sender_ref": m.sender_ref, "sender_display": m.sender_display,
+                "content": m.content, "mentions": m.mentions, "metadata": m.metadata,
+                "created_at": crate::rooms::post::iso_micros(m.created_at),
+            })
+        })
+        .collect();
+    Ok(json!({ "messages": messages }))
 }
 
 /// Runs a records tool for the install `install`.

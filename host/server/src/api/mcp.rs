@@ -174,7 +174,105 @@ pub async fn agent_invoke(
     }))
 }
 
+/// `POST /api/mcp/rooms-post`: a post of one of the calling app's agents.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoomsPost {
+    /// The room.
+    pub room_id: String,
+    /// 1 to 20,000 characters, not blank.
+    pub content: String,
+    /// The agent of the calling app that posts (required).
+    #[serde(default)]
+    pub from_agent: String,
+    /// A JSON object stored with the message.
+    #[serde(default)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A refused post, as the `ToolCallError` a container's SDK raises: the decision is the
+/// error's `code`, the missing scopes in `error.needed_scopes`.
+fn post_refused(e: &atrium_runtime::ToolCallError) -> ApiError {
+    let code = sandbox::Decision::ALL
+        .iter()
+        .find(|d| d.as_str() == e.decision)
+        .map_or("failed", |d| d.as_str());
+    match code {
+        "unknown_room" => ApiError::not_offered("unknown_room", e.message.clone()),
+        "not_member" => ApiError::forbidden("not_member", e.message.clone()),
+        "scope_denied" => ApiError::refused(
+            "scope_denied",
+            e.message.clone(),
+            "needed_scopes",
+            e.needed_scopes.clone(),
+        ),
+        "invalid_arguments" => ApiError::bad_request(e.message.clone(), None),
+        "unknown_agent" => ApiError::field("from_agent", e.message.clone()),
+        _ => ApiError::unavailable("failed", e.message.clone()),
+    }
+}
+
+/// Posts to a room as `from_agent` of the calling app, through the checks a component's
+/// `rooms.post` passes: 201 with `{message, routed_targets}`; 400 for a missing or unknown
+/// `from_agent`, empty or too long content; 403 `not_member`, 404 `unknown_room`, 422
+/// `scope_denied` without `rooms.write`.
+pub async fn rooms_post(
+    State(state): State<HostState>,
+    AppCaller(app): AppCaller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<RoomsPost>,
+) -> Result<(axum::http::StatusCode, Json<super::rooms::PostedView>), ApiError> {
+    let serving = state.serving()?;
+    let token_chain = ChainContext {
+        depth: app.chain_depth.max(1),
+        visited: app.visited_agents.clone(),
+    };
+    let chain = chain(&headers, &token_chain)?;
+    let actor = app.actor();
+    let install = serving
+        .active_install(&actor, &app.app_slug)
+        .await
+        .map_err(|_| {
+            ApiError::not_found(format!(
+                "`{}` is not installed and active for this tenant",
+                app.app_slug
+            ))
+        })?;
+    let manifest = serving
+        .registry()
+        .manifest_of(&app.app_slug, &install.version)
+        .await
+        .map_err(|e| ApiError::internal("loading the app failed", &e))?;
+    let metadata = body
+        .metadata
+        .map(|m| serde_json::Value::Object(m).to_string());
+    let checked = sandbox::room_post(
+        &manifest,
+        &body.from_agent,
+        &body.content,
+        metadata.as_deref(),
+    )
+    .map_err(|r| post_refused(&r.into()))?;
+    let request = atrium_runtime::RoomPostRequest {
+        room_id: body.room_id,
+        content: body.content,
+        sender_ref: checked.sender_ref,
+        sender_display: checked.sender_display,
+        metadata: checked.metadata,
+    };
+    let posted = serving
+        .post_as_agent(&actor, &app.app_slug, request, &chain)
+        .await
+        .map_err(|e| post_refused(&e))?;
+    Ok((
+        axum::http::StatusCode::CREATED,
+        Json(super::rooms::PostedView::of(&app.tenant_id, posted)),
+    ))
+}
+
 /// The routes for apps outside the runtime.
 pub(super) fn router() -> Router<HostState> {
-    Router::new().route("/mcp/agent-invoke", post(agent_invoke))
+    Router::new()
+        .route("/mcp/agent-invoke", post(agent_invoke))
+        .route("/mcp/rooms-post", post(rooms_post))
 }

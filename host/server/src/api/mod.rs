@@ -11,8 +11,10 @@ mod grants;
 mod installs;
 mod llm_settings;
 mod mcp;
+mod rooms;
 mod routes;
 mod secrets;
+mod tenant_settings;
 mod tenant_tokens;
 pub mod views;
 mod wires;
@@ -36,6 +38,8 @@ pub fn router() -> Router<HostState> {
         .merge(mcp::router())
         .merge(grants::router())
         .merge(wires::router())
+        .merge(rooms::router())
+        .merge(tenant_settings::router())
         .merge(audit::router())
         .merge(routes::router())
         .fallback(|uri: axum::http::Uri| async move {

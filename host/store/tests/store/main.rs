@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod changes;
+mod rooms;
 mod tenant_tokens;
 
 use atrium_store::TenantKey;

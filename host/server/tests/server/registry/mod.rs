@@ -15,6 +15,8 @@ mod grants;
 mod hooks;
 mod installs;
 mod preflight;
+mod room_streams;
+mod rooms;
 mod routes;
 mod s3;
 mod schedules;
@@ -48,6 +50,8 @@ pub(super) struct Host {
     issuer: TokenIssuer,
     /// The fake model providers the host's gateway (and so the `chat.complete` tool) calls.
     pub(super) fakes: atrium_fake_llm::FakeLlm,
+    /// What the host serves apps with (its room hub, for the rooms tests).
+    pub(super) serving: atrium_platform::serving::Serving,
 }
 
 impl std::ops::Deref for Host {
@@ -65,6 +69,20 @@ impl Host {
 
     /// A host whose artifacts go to `artifacts` (default: the data directory).
     pub(super) async fn start_with(store: &Store, artifacts: Option<Artifacts>) -> Host {
+        Self::start_configured(
+            store,
+            artifacts,
+            atrium_platform::rooms::RoomsConfig::default(),
+        )
+        .await
+    }
+
+    /// A host whose artifacts go to `artifacts`, with rooms configured as `rooms` says.
+    pub(super) async fn start_configured(
+        store: &Store,
+        artifacts: Option<Artifacts>,
+        rooms: atrium_platform::rooms::RoomsConfig,
+    ) -> Host {
         let data = tempfile::tempdir().unwrap();
         let dir = data.path();
         let artifacts =
@@ -84,8 +102,11 @@ impl Host {
         let gateway = crate::chat::gateway(&fakes);
         let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_retrieval(retrieval)
-            .with_registry(registry, identity);
+            .with_registry(registry, identity)
+            .with_rooms(rooms);
+        let serving = state.serving.clone().unwrap();
         Host {
+            serving,
             http: crate::host::Host::start(state).await,
             store: store.clone(),
             data,

@@ -1,0 +1,468 @@
+//! Group rooms (docs/platform.md, "Group rooms"): tenant users and installed apps' agents in
+//! persistent rooms, a message's mentions routed to the mentioned agents' `on_message`, and
+//! live streams on every host.
+//!
+//! The rules are here once, for every caller: who may see, change and post to a room
+//! ([`Participant`]), what a member key names and whether the tenant has it, the limits
+//! (members per room, configurable per tenant; 20,000 characters per message) and the six
+//! routing rules ([`post`]). A user's post (`POST /api/agent-rooms/{id}/messages`), a
+//! component's `rooms.post` and a container's `POST /api/mcp/rooms-post` all end in
+//! [`Serving::post_message`]. The stream's side is [`hub`]; the PostgreSQL listener that
+//! carries posts between hosts is [`RoomListener`].
+
+pub mod hub;
+mod listen;
+pub(crate) mod post;
+
+use std::time::Duration;
+
+use atrium_store::{MemberAdded, MemberKind, NewRoomMember, Room, StoreError, TenantKey};
+
+pub use hub::{Delivery, HubStats, RoomHub, Subscription};
+pub use listen::RoomListener;
+pub use post::{MessageSender, PostedMessage, check_content, iso_micros, runtime_message};
+
+use crate::registry::Actor;
+use crate::serving::Serving;
+
+/// The most members of a room, unless the tenant's admin set another limit.
+pub const DEFAULT_MEMBER_LIMIT: i64 = 50;
+/// The highest limit of members a tenant may set.
+pub const MAX_MEMBER_LIMIT: i64 = 1_000;
+/// The longest room name, in characters.
+pub const MAX_ROOM_NAME_CHARS: usize = 200;
+
+/// How rooms behave on a host.
+#[derive(Debug, Clone)]
+pub struct RoomsConfig {
+    /// How often an idle stream sends `: keepalive` (15 s; shorter in tests).
+    pub keepalive: Duration,
+    /// How many messages wait for one slow stream before it reads the rest from the
+    /// timeline.
+    pub buffer: usize,
+    /// Whether a post notifies the other hosts (PostgreSQL `NOTIFY`); off only to measure
+    /// what notifying costs.
+    pub notify: bool,
+}
+
+impl Default for RoomsConfig {
+    fn default() -> Self {
+        RoomsConfig {
+            keepalive: Duration::from_secs(15),
+            buffer: 256,
+            notify: true,
+        }
+    }
+}
+
+impl RoomsConfig {
+    /// The defaults with the operator's variables applied (`ATRIUM_ROOM_KEEPALIVE_MS`, 100 to
+    /// 3,600,000; `ATRIUM_ROOM_BUFFER`, 1 to 65,536 messages; `ATRIUM_ROOM_NOTIFY`, `0` or
+    /// `1`); an error names the variable.
+    pub fn from_env(vars: &[(String, String)]) -> Result<RoomsConfig, String> {
+        let var = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim());
+        let number =
+            |name: &str, range: std::ops::RangeInclusive<u64>| -> Result<Option<u64>, String> {
+                var(name)
+                    .map(|v| {
+                        v.parse::<u64>()
+                            .ok()
+                            .filter(|n| range.contains(n))
+                            .ok_or_else(|| {
+                                format!(
+                                    "{name} must be a whole number from {} to {}, got `{v}`",
+                                    range.start(),
+                                    range.end()
+                                )
+                            })
+                    })
+                    .transpose()
+            };
+        let mut config = RoomsConfig::default();
+        if let Some(ms) = number("ATRIUM_ROOM_KEEPALIVE_MS", 100..=3_600_000)? {
+            config.keepalive = Duration::from_millis(ms);
+        }
+        if let Some(n) = number("ATRIUM_ROOM_BUFFER", 1..=65_536)? {
+            config.buffer = usize::try_from(n).unwrap_or(config.buffer);
+        }
+        match var("ATRIUM_ROOM_NOTIFY") {
+            None | Some("1") => {}
+            Some("0") => config.notify = false,
+            Some(other) => {
+                return Err(format!("ATRIUM_ROOM_NOTIFY must be 0 or 1, got `{other}`"));
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// Why a room request was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum RoomError {
+    /// The request breaks a rule; the field at fault.
+    #[error("{message}")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// A member key that names nobody the tenant has.
+    #[error("{message}")]
+    UnknownMember {
+        /// The field that named it.
+        field: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// The tenant has no such room.
+    #[error("{0}")]
+    UnknownRoom(String),
+    /// The caller (or the sender) is not a member of the room.
+    #[error("{0}")]
+    NotMember(String),
+    /// The room has as many members as it may.
+    #[error("{message}")]
+    Full {
+        /// The limit.
+        limit: i64,
+        /// Why.
+        message: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Who acts on a room.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Participant {
+    /// A tenant user; an admin sees and manages every room of the tenant.
+    User {
+        /// The user.
+        user_id: String,
+        /// The name shown.
+        display_name: String,
+        /// Whether the token is an admin's.
+        admin: bool,
+    },
+    /// An agent of an installed app.
+    Agent {
+        /// The app.
+        app_id: String,
+        /// The agent.
+        agent_slug: String,
+    },
+}
+
+impl Participant {
+    /// The canonical key.
+    #[must_use]
+    pub fn key(&self) -> String {
+        match self {
+            Participant::User { user_id, .. } => format!("user:{user_id}"),
+            Participant::Agent { app_id, agent_slug } => format!("{app_id}:{agent_slug}"),
+        }
+    }
+
+    fn is_admin(&self) -> bool {
+        matches!(self, Participant::User { admin: true, .. })
+    }
+}
+
+/// Parses a canonical member key: `user:<uuid>` or `<app_id>:<agent_slug>`.
+pub fn parse_member_key(field: &'static str, key: &str) -> Result<MemberKind, RoomError> {
+    let invalid = |why: &str| RoomError::Invalid {
+        field,
+        message: format!(
+            "`{key}` is not a member key: {why} (`user:<uuid>` for a user, `<app_id>:<agent_slug>` for an agent)"
+        ),
+    };
+    let Some((left, right)) = key.split_once(':') else {
+        return Err(invalid("it has no `:`"));
+    };
+    if left == "user" {
+        let user_id = atrium_store::check_user_id(right).map_err(|e| invalid(&e.to_string()))?;
+        return Ok(MemberKind::User { user_id });
+    }
+    let slug = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 64
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+    };
+    if !slug(left) || !slug(right) {
+        return Err(invalid(
+            "an app id and an agent slug are lower-case letters, digits, `-` and `_`",
+        ));
+    }
+    Ok(MemberKind::Agent {
+        app_id: left.to_owned(),
+        agent_slug: right.to_owned(),
+    })
+}
+
+/// Checks a room name: 1 to [`MAX_ROOM_NAME_CHARS`] characters, not blank.
+fn check_name(name: &str) -> Result<(), RoomError> {
+    if name.trim().is_empty() || name.chars().count() > MAX_ROOM_NAME_CHARS {
+        return Err(RoomError::Invalid {
+            field: "name",
+            message: format!("name must be 1 to {MAX_ROOM_NAME_CHARS} characters, not blank"),
+        });
+    }
+    Ok(())
+}
+
+impl Serving {
+    /// The tenant's limit of members per room.
+    pub async fn room_member_limit(&self, tenant: &TenantKey) -> Result<i64, RoomError> {
+        Ok(self
+            .registry()
+            .store()
+            .room_member_limit(tenant)
+            .await?
+            .unwrap_or(DEFAULT_MEMBER_LIMIT))
+    }
+
+    /// The member `key` names, as the tenant has it now: a user of the tenant, or an agent
+    /// that an active install of the tenant declares.
+    pub async fn resolve_member(
+        &self,
+        tenant: &Actor,
+        field: &'static str,
+        key: &str,
+    ) -> Result<NewRoomMember, RoomError> {
+        let kind = parse_member_key(field, key)?;
+        let unknown = |message: String| RoomError::UnknownMember { field, message };
+        let display_name = match &kind {
+            MemberKind::User { user_id } => self
+                .registry()
+                .store()
+                .tenant_user_name(tenant, user_id)
+                .await?
+                .ok_or_else(|| unknown(format!("`{key}`: the tenant has no user `{user_id}`")))?,
+            MemberKind::Agent { app_id, agent_slug } => {
+                let install = self.active_install(tenant, app_id).await.map_err(|_| {
+                    unknown(format!(
+                        "`{key}`: the tenant has no active install of `{app_id}`"
+                    ))
+                })?;
+                let manifest = self
+                    .registry()
+                    .manifest_of(app_id, &install.version)
+                    .await
+                    .map_err(|e| unknown(format!("`{key}`: {e}")))?;
+                manifest
+                    .agents
+                    .iter()
+                    .find(|a| &a.id == agent_slug)
+                    .map(|a| a.name.clone())
+                    .ok_or_else(|| {
+                        unknown(format!(
+                            "`{key}`: `{app_id}` {} declares no agent `{agent_slug}`",
+                            install.version
+                        ))
+                    })?
+            }
+        };
+        Ok(NewRoomMember { kind, display_name })
+    }
+
+    /// Creates a room named `name` with the members `keys` and, for a user, the creator.
+    pub async fn create_room(
+        &self,
+        tenant: &Actor,
+        creator: &Participant,
+        name: &str,
+        keys: &[String],
+    ) -> Result<Room, RoomError> {
+        check_name(name)?;
+        let mut members: Vec<NewRoomMember> = Vec::with_capacity(keys.len() + 1);
+        if let Participant::User {
+            user_id,
+            display_name,
+            ..
+        } = creator
+        {
+            members.push(NewRoomMember {
+                kind: MemberKind::User {
+                    user_id: user_id.clone(),
+                },
+                display_name: display_name.clone(),
+            });
+        }
+        for key in keys {
+            let member = self.resolve_member(tenant, "members", key).await?;
+            if !members.iter().any(|m| m.kind == member.kind) {
+                members.push(member);
+            }
+        }
+        let limit = self.room_member_limit(tenant).await?;
+        if i64::try_from(members.len()).unwrap_or(i64::MAX) > limit {
+            return Err(RoomError::Full {
+                limit,
+                message: format!(
+                    "members: a room has at most {limit} members, and this one would have {}",
+                    members.len()
+                ),
+            });
+        }
+        Ok(self
+            .registry()
+            .store()
+            .create_room(tenant, name, &creator.key(), &members)
+            .await?)
+    }
+
+    /// Room `id` of the tenant, as `who` may see it: an admin sees every room, anyone else
+    /// only the rooms they are a member of.
+    pub async fn room_for(
+        &self,
+        tenant: &TenantKey,
+        who: &Participant,
+        id: &str,
+    ) -> Result<Room, RoomError> {
+        let room = self
+            .registry()
+            .store()
+            .room(tenant, id)
+            .await?
+            .ok_or_else(|| RoomError::UnknownRoom(format!("there is no room `{id}`")))?;
+        let key = who.key();
+        if who.is_admin() || room.members.iter().any(|m| m.key == key) {
+            Ok(room)
+        } else {
+            Err(RoomError::NotMember(format!(
+                "`{key}` is not a member of room `{id}`"
+            )))
+        }
+    }
+
+    /// Adds the member `key` to room `id` on behalf of `who` (a member or an admin): whether
+    /// it was added (false: it was a member already), and the room after.
+    pub async fn add_room_member(
+        &self,
+        tenant: &Actor,
+        who: &Participant,
+        id: &str,
+        key: &str,
+    ) -> Result<(bool, Room), RoomError> {
+        self.room_for(tenant, who, id).await?;
+        let member = self.resolve_member(tenant, "key", key).await?;
+        let limit = self.room_member_limit(tenant).await?;
+        let store = self.registry().store();
+        let added = match store
+            .add_room_member(tenant, id, &member, &who.key(), limit)
+            .await?
+        {
+            MemberAdded::Added(added) => added,
+            MemberAdded::Full { limit } => {
+                return Err(RoomError::Full {
+                    limit,
+                    message: format!(
+                        "room `{id}` has {limit} members, the most this tenant allows per room"
+                    ),
+                });
+            }
+            MemberAdded::UnknownRoom => {
+                return Err(RoomError::UnknownRoom(format!("there is no room `{id}`")));
+            }
+        };
+        let room = self.room_for(tenant, &Participant::admin(), id).await?;
+        Ok((added, room))
+    }
+
+    /// Removes the member `key` from room `id` on behalf of `who` (a member or an admin);
+    /// answers the room after.
+    pub async fn remove_room_member(
+        &self,
+        tenant: &Actor,
+        who: &Participant,
+        id: &str,
+        key: &str,
+    ) -> Result<Room, RoomError> {
+        self.room_for(tenant, who, id).await?;
+        parse_member_key("key", key)?;
+        match self
+            .registry()
+            .store()
+            .remove_room_member(tenant, id, key)
+            .await?
+        {
+            None => Err(RoomError::UnknownRoom(format!("there is no room `{id}`"))),
+            Some(false) => Err(RoomError::UnknownMember {
+                field: "key",
+                message: format!("`{key}` is not a member of room `{id}`"),
+            }),
+            Some(true) => self.room_for(tenant, &Participant::admin(), id).await,
+        }
+    }
+}
+
+impl Participant {
+    /// The host reading on its own behalf (sees every room of the tenant).
+    fn admin() -> Participant {
+        Participant::User {
+            user_id: String::new(),
+            display_name: String::new(),
+            admin: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_operator_configures_rooms_and_a_bad_variable_is_named() {
+        let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let config = RoomsConfig::from_env(&vars(&[
+            ("ATRIUM_ROOM_KEEPALIVE_MS", "250"),
+            ("ATRIUM_ROOM_BUFFER", "8"),
+            ("ATRIUM_ROOM_NOTIFY", "0"),
+        ]))
+        .unwrap();
+        assert_eq!(config.keepalive, Duration::from_millis(250));
+        assert_eq!((config.buffer, config.notify), (8, false));
+        let defaults = RoomsConfig::from_env(&[]).unwrap();
+        assert_eq!(defaults.keepalive, Duration::from_secs(15));
+        for (name, value) in [
+            ("ATRIUM_ROOM_KEEPALIVE_MS", "10"),
+            ("ATRIUM_ROOM_BUFFER", "0"),
+            ("ATRIUM_ROOM_NOTIFY", "yes"),
+        ] {
+            let e = RoomsConfig::from_env(&vars(&[(name, value)])).unwrap_err();
+            assert!(e.contains(name), "{e}");
+        }
+    }
+
+    #[test]
+    fn member_keys_parse_or_name_what_is_wrong() {
+        assert_eq!(
+            parse_member_key("key", "user:3F2B9C1E-0D4A-4E8B-9A61-5C7D2E0F1A3B").unwrap(),
+            MemberKind::User {
+                user_id: "3f2b9c1e-0d4a-4e8b-9a61-5c7d2e0f1a3b".into()
+            }
+        );
+        assert_eq!(
+            parse_member_key("key", "room-bot:concierge").unwrap(),
+            MemberKind::Agent {
+                app_id: "room-bot".into(),
+                agent_slug: "concierge".into()
+            }
+        );
+        for bad in ["nobody", "user:42", "Room:x", "a:", ":b", "a:b c"] {
+            let e = parse_member_key("key", bad).unwrap_err();
+            assert!(
+                matches!(&e, RoomError::Invalid { field: "key", message } if message.contains(bad)),
+                "{bad}: {e}"
+            );
+        }
+    }
+}
