@@ -165,22 +165,18 @@ async fn tools_run_with_the_install_and_fail_alone() {
         .await;
         assert_eq!(body["result"]["err"]["decision"], "unknown_tool", "{body}");
 
-        // What this host does not offer yet answers one typed refusal naming the capability;
-        // a call that breaks a sandbox rule is still refused for that rule first.
-        for (capability, op) in [(
-            "rooms.post",
+        // Every capability is served now: rooms.post reaches the platform, which refuses an
+        // install without `rooms.write` (the room rules are tested in `registry::rooms`).
+        let (_, body) = call(
+            "platform",
             json!({"op": "post", "room": "r1", "content": "hi", "from": "lead"}),
-        )] {
-            let (_, body) = call("platform", op, &user).await;
-            let err = &body["result"]["err"];
-            assert_eq!(err["decision"], "not_available", "{body}");
-            assert_eq!(err["tool_name"], capability, "{body}");
-            assert_eq!(
-                err["message"],
-                format!("`{capability}` is not available on this host"),
-                "{body}"
-            );
-        }
+            &user,
+        )
+        .await;
+        let err = &body["result"]["err"];
+        assert_eq!(err["decision"], "scope_denied", "{body}");
+        assert_eq!(err["tool_name"], "rooms.post", "{body}");
+        assert_eq!(err["needed_scopes"], json!(["rooms.write"]), "{body}");
         // An event nobody is wired to: nothing to deliver.
         let (_, body) = call(
             "platform",
