@@ -96,21 +96,25 @@ fn chain(headers: &HeaderMap, token: &ChainContext) -> Result<ChainContext, ApiE
     })
 }
 
-/// Runs an agent of the calling app for the token's tenant, through the team checks: 200 with
-/// the answer; 403 `agent_call_refused` for a check that refused (the reason names it); 422
-/// `agent_call_failed` for a run that produced no answer (step limit, budget, deadline, model).
-pub async fn agent_invoke(
-    State(state): State<HostState>,
-    AppCaller(app): AppCaller,
-    headers: HeaderMap,
-    JsonBody(body): JsonBody<AgentInvoke>,
-) -> Result<Json<AgentInvoked>, ApiError> {
-    let serving = state.serving()?;
+/// The chain of a request of `app` (its headers, floored by its token's) and the app's active
+/// install for the token's tenant (404 when there is none).
+async fn calling(
+    serving: &atrium_platform::serving::Serving,
+    app: &atrium_platform::identity::app_token::AppToken,
+    headers: &HeaderMap,
+) -> Result<
+    (
+        ChainContext,
+        atrium_platform::registry::Actor,
+        atrium_store::Install,
+    ),
+    ApiError,
+> {
     let token_chain = ChainContext {
         depth: app.chain_depth.max(1),
         visited: app.visited_agents.clone(),
     };
-    let chain = chain(&headers, &token_chain)?;
+    let chain = chain(headers, &token_chain)?;
     let actor = app.actor();
     let install = serving
         .active_install(&actor, &app.app_slug)
@@ -121,6 +125,20 @@ pub async fn agent_invoke(
                 app.app_slug
             ))
         })?;
+    Ok((chain, actor, install))
+}
+
+/// Runs an agent of the calling app for the token's tenant, through the team checks: 200 with
+/// the answer; 403 `agent_call_refused` for a check that refused (the reason names it); 422
+/// `agent_call_failed` for a run that produced no answer (step limit, budget, deadline, model).
+pub async fn agent_invoke(
+    State(state): State<HostState>,
+    AppCaller(app): AppCaller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<AgentInvoke>,
+) -> Result<Json<AgentInvoked>, ApiError> {
+    let serving = state.serving()?;
+    let (chain, actor, install) = calling(serving, &app, &headers).await?;
     let loaded = serving
         .app(&app.app_slug, &install.version)
         .await
@@ -223,21 +241,7 @@ pub async fn rooms_post(
     JsonBody(body): JsonBody<RoomsPost>,
 ) -> Result<(axum::http::StatusCode, Json<super::rooms::PostedView>), ApiError> {
     let serving = state.serving()?;
-    let token_chain = ChainContext {
-        depth: app.chain_depth.max(1),
-        visited: app.visited_agents.clone(),
-    };
-    let chain = chain(&headers, &token_chain)?;
-    let actor = app.actor();
-    let install = serving
-        .active_install(&actor, &app.app_slug)
-        .await
-        .map_err(|_| {
-            ApiError::not_found(format!(
-                "`{}` is not installed and active for this tenant",
-                app.app_slug
-            ))
-        })?;
+    let (chain, actor, install) = calling(serving, &app, &headers).await?;
     let manifest = serving
         .registry()
         .manifest_of(&app.app_slug, &install.version)
