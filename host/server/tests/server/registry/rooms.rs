@@ -641,6 +641,17 @@ async fn rooms_route_mentions_and_keep_to_their_tenant() {
         let globex = store.create_key(&unique("globex"), "ops").await.unwrap();
         let stranger = host.tenant_token(&globex.secret, "shop", "admin").await;
         for token in [&other, &stranger] {
+            // The shop's member limit (30 now) is its own.
+            let (status, settings) = host.get("/api/tenant/settings", token).await;
+            assert_eq!(status, StatusCode::OK, "{settings}");
+            assert_eq!(
+                (
+                    &settings["room_member_limit"],
+                    &settings["room_member_limit_is_default"]
+                ),
+                (&json!(50), &json!(true)),
+                "{settings}"
+            );
             let (status, listed) = host.get("/api/agent-rooms", token).await;
             assert_eq!(
                 (status, listed["rooms"].as_array().unwrap().len()),
