@@ -3,14 +3,15 @@ examples/room-bot/src/lib.rs). Run: python -m pytest examples/room-bot-py."""
 
 from __future__ import annotations
 
-from atrium_sdk import SenderType
+import pytest
+from atrium_sdk import SenderType, ToolCallError
 from atrium_sdk.testing import TestClient, room_message
 
 from app import app
 
 
 def test_a_mention_gets_an_answer_in_the_same_room():
-    client = TestClient(app)
+    client = TestClient(app).grant("rooms.write")
     client.room_message(
         "concierge", room_message("room-1", "**@room-bot-py:concierge** is the build green?")
     )
@@ -24,9 +25,17 @@ def test_a_mention_gets_an_answer_in_the_same_room():
 
 
 def test_its_own_agents_are_not_answered():
-    client = TestClient(app)
+    client = TestClient(app).grant("rooms.write")
     message = room_message("room-1", "@room-bot-py:concierge hello")
     message.sender_type = SenderType.AGENT
     message.sender_ref = "room-bot-py:scribe"
     client.room_message("concierge", message)
+    assert len(client.rooms) == 0
+
+
+def test_without_rooms_write_the_answer_is_refused():
+    client = TestClient(app)
+    with pytest.raises(ToolCallError) as err:
+        client.room_message("concierge", room_message("room-1", "@room-bot-py:concierge hi"))
+    assert err.value.decision == "scope_denied"
     assert len(client.rooms) == 0

@@ -177,7 +177,9 @@ impl Backend for MockBackend {
         from_agent: &str,
         metadata: Option<&str>,
     ) -> Result<RoomPost, ToolCallError> {
-        let checked = sandbox::room_post(self.manifest, from_agent, content, metadata)?;
+        let checked = sandbox::room_post(self.manifest, from_agent, content, metadata, |s| {
+            self.state.borrow().granted.contains(s)
+        })?;
         self.tool_refusal(Capability::RoomsPost)?;
         let mut posts = self.rooms.posts.borrow_mut();
         posts.push(RecordedPost {

@@ -258,7 +258,19 @@ fn egress_outside_the_manifest_is_refused_in_tests_too() {
 
 #[test]
 fn mock_rooms_record_every_post() {
-    let client = TestClient::new(app()).unwrap();
+    // As on the host, posting needs `rooms.write` granted to the install.
+    let ungranted = TestClient::new(app()).unwrap();
+    let refused = ungranted
+        .room_message("writer", room_message("room-9", "@sdk-fixture:writer hi"))
+        .unwrap_err();
+    assert!(
+        matches!(&refused, HandlerError::Tool(e) if e.decision == "scope_denied"
+            && e.needed_scopes == ["rooms.write"]
+            && e.message == "tool `rooms.post` needs scopes rooms.write: add rooms.write to required_scopes so the tenant can grant them"),
+        "{refused:?}"
+    );
+    assert!(ungranted.rooms.posts().is_empty());
+    let client = TestClient::new(app()).unwrap().grant(&["rooms.write"]);
     client
         .room_message("writer", room_message("room-9", "@sdk-fixture:writer hi"))
         .unwrap();
@@ -354,6 +366,7 @@ fn a_test_without_a_capability_gets_not_available_after_the_sandbox_rules() {
     app.tool("ping_tool", fallbacks).unwrap();
     let client = TestClient::new(Ok(app))
         .unwrap()
+        .grant(&["rooms.write"])
         .without(Capability::AgentAsk)
         .without(Capability::RoomsPost);
     let out = client.call_tool("ping_tool", json!({})).unwrap();

@@ -77,9 +77,14 @@ mod tests {
     use super::*;
     use atrium_sdk::testing::{TestClient, room_message};
 
+    /// The install as the tenant grants it: posting needs `rooms.write`.
+    fn client() -> TestClient {
+        TestClient::new(app()).unwrap().grant(&["rooms.write"])
+    }
+
     #[test]
     fn a_mention_gets_an_answer_in_the_same_room() {
-        let client = TestClient::new(app()).unwrap();
+        let client = client();
         client
             .room_message(
                 "concierge",
@@ -98,7 +103,7 @@ mod tests {
 
     #[test]
     fn summaries_are_delegated_to_the_team() {
-        let client = TestClient::new(app()).unwrap();
+        let client = client();
         client
             .room_message(
                 "concierge",
@@ -115,7 +120,7 @@ mod tests {
 
     #[test]
     fn reminders_become_commitments() {
-        let client = TestClient::new(app()).unwrap();
+        let client = client();
         client
             .room_message(
                 "concierge",
@@ -129,8 +134,21 @@ mod tests {
     }
 
     #[test]
-    fn its_own_agents_are_not_answered() {
+    fn without_rooms_write_the_answer_is_refused() {
         let client = TestClient::new(app()).unwrap();
+        let err = client
+            .room_message("concierge", room_message("room-1", "@room-bot:concierge hi"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, atrium_sdk::HandlerError::Tool(e) if e.decision == "scope_denied"),
+            "{err:?}"
+        );
+        assert!(client.rooms.posts().is_empty());
+    }
+
+    #[test]
+    fn its_own_agents_are_not_answered() {
+        let client = client();
         let mut message = room_message("room-1", "@room-bot:concierge hello");
         message.sender_type = SenderType::Agent;
         message.sender_ref = "room-bot:scribe".into();
@@ -140,7 +158,7 @@ mod tests {
 
     #[test]
     fn a_chain_too_deep_fails_the_delegation() {
-        let client = TestClient::new(app()).unwrap().chain_depth(8);
+        let client = client().chain_depth(8);
         let err = client
             .room_message(
                 "concierge",

@@ -71,6 +71,8 @@ pub enum Check {
         /// The metadata as JSON text.
         #[serde(default)]
         metadata: Option<String>,
+        /// The scopes the install holds.
+        granted: Vec<String>,
     },
     /// `commitments.add`.
     Commitment {
@@ -296,15 +298,16 @@ pub fn run(request: &[u8]) -> Outcome {
             from_agent,
             content,
             metadata,
-        } => sandbox::room_post(m, &from_agent, &content, metadata.as_deref()).map_or_else(
-            tool,
-            |post| {
-                ok(json!({
-                    "sender_ref": post.sender_ref, "sender_display": post.sender_display,
-                    "metadata": post.metadata,
-                }))
-            },
-        ),
+            granted,
+        } => sandbox::room_post(m, &from_agent, &content, metadata.as_deref(), |s| {
+            granted.iter().any(|g| g == s)
+        })
+        .map_or_else(tool, |post| {
+            ok(json!({
+                "sender_ref": post.sender_ref, "sender_display": post.sender_display,
+                "metadata": post.metadata,
+            }))
+        }),
         Check::Commitment {
             title,
             content,
@@ -372,10 +375,29 @@ mod tests {
 
     #[test]
     fn answers_as_the_sandbox_module_does() {
-        let refused = run(json!({"kind": "room_post", "from_agent": "", "content": "hi"}));
+        let granted = json!(["rooms.write"]);
+        let refused = run(
+            json!({"kind": "room_post", "from_agent": "", "content": "hi", "granted": granted}),
+        );
         assert_eq!(refused["tool_refusal"]["decision"], "invalid_arguments");
-        let post = run(json!({"kind": "room_post", "from_agent": "default", "content": "hi"}));
+        let post = run(
+            json!({"kind": "room_post", "from_agent": "default", "content": "hi", "granted": granted}),
+        );
         assert_eq!(post["ok"]["sender_ref"], "desk:default");
+        let ungranted = run(
+            json!({"kind": "room_post", "from_agent": "default", "content": "hi", "granted": []}),
+        );
+        assert_eq!(ungranted["tool_refusal"]["decision"], "scope_denied");
+        assert_eq!(
+            ungranted["tool_refusal"]["needed_scopes"],
+            json!(["rooms.write"])
+        );
+        // The SDKs always send the install's scopes: a request without them is not understood.
+        let stale = run(json!({"kind": "room_post", "from_agent": "default", "content": "hi"}));
+        assert!(
+            stale["error"].as_str().unwrap().contains("granted"),
+            "{stale}"
+        );
         let ask = run(json!({"kind": "ask"}));
         assert_eq!(ask["ok"]["chain"]["depth"], 2);
         let key = run(json!({"kind": "secret_key", "key": "lower"}));

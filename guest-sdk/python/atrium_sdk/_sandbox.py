@@ -64,13 +64,20 @@ def tool_scopes(m: Manifest, tool: str, needs: list[str], granted: set[str]) -> 
 
 
 def room_post(
-    m: Manifest, from_agent: str, content: str, metadata: str | None
+    m: Manifest, from_agent: str, content: str, metadata: str | None, granted: set[str]
 ) -> tuple[str, str, dict[str, Any]]:
-    """`rooms.post`: answers (sender_ref, sender_display, metadata object)."""
+    """`rooms.post`: answers (sender_ref, sender_display, metadata object); the install must
+    hold `rooms.write`."""
     ok = _run(
         m,
         None,
-        {"kind": "room_post", "from_agent": from_agent, "content": content, "metadata": metadata},
+        {
+            "kind": "room_post",
+            "from_agent": from_agent,
+            "content": content,
+            "metadata": metadata,
+            "granted": sorted(granted),
+        },
     )
     return ok["sender_ref"], ok["sender_display"], ok["metadata"]
 

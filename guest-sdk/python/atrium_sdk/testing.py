@@ -184,7 +184,9 @@ class _MockBackend(Backend):
     def room_post(
         self, room_id: str, content: str, from_agent: str, metadata: str | None
     ) -> RoomPost:
-        sender_ref, display, meta = sandbox.room_post(self.manifest, from_agent, content, metadata)
+        sender_ref, display, meta = sandbox.room_post(
+            self.manifest, from_agent, content, metadata, self.state.granted
+        )
         self._refuse_unavailable("rooms.post")
         posts = self.client.rooms.posts
         posts.append(

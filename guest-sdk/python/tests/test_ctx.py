@@ -135,6 +135,14 @@ def test_config_get_and_all(client):
 
 def test_rooms_post_is_recorded_and_checked(client):
     ctx = client.ctx()
+    with pytest.raises(ToolCallError) as err:
+        drive(ctx.rooms.post("room-1", "hello", from_agent="writer"))
+    assert (err.value.decision, err.value.needed_scopes) == ("scope_denied", ["rooms.write"])
+    assert err.value.message == (
+        "tool `rooms.post` needs scopes rooms.write: "
+        "add rooms.write to required_scopes so the tenant can grant them"
+    )
+    client.grant("rooms.write")
     post = drive(ctx.rooms.post("room-1", "hello @crm:bot", from_agent="writer", metadata={"k": 1}))
     assert isinstance(post, RoomPost)
     assert post.message.sender_ref == "sdk-fixture:writer"

@@ -100,7 +100,13 @@ def test_egress_outside_the_manifest_is_refused_in_tests_too(app):
 
 
 def test_mock_rooms_record_every_post(app):
-    client = TestClient(build(app))
+    # As on the host, posting needs `rooms.write` granted to the install.
+    ungranted = TestClient(build(app))
+    with pytest.raises(ToolCallError) as err:
+        ungranted.room_message("writer", room_message("room-9", "@sdk-fixture:writer hi"))
+    assert (err.value.decision, err.value.needed_scopes) == ("scope_denied", ["rooms.write"])
+    assert len(ungranted.rooms) == 0
+    client = TestClient(build(app)).grant("rooms.write")
     client.room_message("writer", room_message("room-9", "@sdk-fixture:writer hi"))
     post = client.rooms.posts[0]
     assert (post.room_id, post.content, post.from_agent, post.metadata) == ("room-9", "seen", "writer", None)
@@ -347,7 +353,7 @@ def test_a_capability_the_host_does_not_offer_answers_not_available(app):
             out["post"] = (e.not_available, e.decision, e.message)
         return out
 
-    client = TestClient(app).without("events.emit", "rooms.post")
+    client = TestClient(app).grant("rooms.write").without("events.emit", "rooms.post")
     out = client.call_tool("ping_tool")
     assert out["emit"] == [
         "events.emit",
@@ -360,7 +366,7 @@ def test_a_capability_the_host_does_not_offer_answers_not_available(app):
     ]
     assert client.emitted == [] and len(client.rooms) == 0
     # Nothing is unavailable unless the test says so; other refusals carry no capability.
-    assert TestClient(app).call_tool("ping_tool") == {}
+    assert TestClient(app).grant("rooms.write").call_tool("ping_tool") == {}
     assert AgentCallError("no grant: none").not_available is None
     assert ToolCallError("rooms.post", "not_member", "x").not_available is None
     with pytest.raises(ValueError, match="agent.tell"):

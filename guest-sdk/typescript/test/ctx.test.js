@@ -106,6 +106,12 @@ test('config reads the install settings', () => {
 test('rooms.post posts as a declared agent and MockRooms records it', async () => {
   const c = client();
   const ctx = c.ctx();
+  const ungranted = await rejection(ctx.rooms.post('room-1', 'hello', { fromAgent: 'writer' }), ToolCallError);
+  assert.deepEqual(
+    [ungranted.decision, ungranted.message, ungranted.neededScopes],
+    ['scope_denied', 'tool `rooms.post` needs scopes rooms.write: add rooms.write to required_scopes so the tenant can grant them', ['rooms.write']],
+  );
+  c.grant('rooms.write');
   const posted = await ctx.rooms.post('room-1', 'hello @sdk-fixture:editor', { fromAgent: 'writer', metadata: { kind: 'note' } });
   assert.equal(posted.message.senderRef, 'sdk-fixture:writer');
   assert.equal(posted.message.senderDisplay, 'Writer');

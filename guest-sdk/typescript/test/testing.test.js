@@ -113,6 +113,11 @@ test('lifecycle hooks, schedules and room messages', async () => {
   assert.deepEqual(c.emitted, [['note_saved', { at: 'hourly' }]]);
   const unhandled = await handlerError(c.schedule('daily_digest'));
   assert.deepEqual([unhandled.tag, unhandled.val], ['no-handler', 'schedule `daily_digest`']);
+  // As on the host, posting needs `rooms.write` granted to the install.
+  const ungranted = await handlerError(c.roomMessage('editor', roomMessage('room-1', '@sdk-fixture:editor look')));
+  assert.deepEqual([ungranted.tag, ungranted.val.decision, ungranted.val.neededScopes], ['tool', 'scope_denied', ['rooms.write']]);
+  assert.deepEqual(c.rooms.posts, []);
+  c.grant('rooms.write');
   await c.roomMessage('editor', roomMessage('room-1', '@sdk-fixture:editor look', { metadata: { a: 1 } }));
   assert.deepEqual(c.rooms.posts, [{ roomId: 'room-1', content: 'editor read: @sdk-fixture:editor look', fromAgent: 'editor', metadata: { a: 1 } }]);
   const refused = await handlerError(c.roomMessage('ghost', roomMessage('room-1', 'hi')));
@@ -186,7 +191,7 @@ test('answers for team, apps and agent, and a TestClient needs an App', async ()
 });
 
 test('without(capability): not_available after the sandbox rules, as on a host without it', async () => {
-  const c = new TestClient(app).without('events.emit', ['rooms.post']);
+  const c = new TestClient(app).grant('rooms.write').without('events.emit', ['rooms.post']);
   const ctx = c.ctx();
   const emit = await ctx.events.emit('note_saved', { id: 1 }).catch((e) => e);
   assert.ok(emit instanceof AgentCallError);

@@ -103,7 +103,7 @@ export class MockBackend {
   }
 
   roomPost(roomId, content, fromAgent, metadata) {
-    const checked = this.sandbox.roomPost(fromAgent, content, metadata);
+    const checked = this.sandbox.roomPost(fromAgent, content, metadata, [...this.granted]);
     this.refuseUnavailable('rooms.post');
     this.posts.push({ roomId, content, fromAgent, metadata: metadata == null ? null : clone(checked.metadata) });
     return {

@@ -41,9 +41,9 @@ export function sandboxFor(manifestText) {
     toolArguments: (tool, args) => run(null, false, { kind: 'tool_arguments', tool, args }),
     /** `tools.call`: the install holds every scope the tool needs. */
     toolScopes: (tool, needs, granted) => run(null, false, { kind: 'tool_scopes', tool, needs, granted }),
-    /** `rooms.post`: `{sender_ref, sender_display, metadata}`. */
-    roomPost: (fromAgent, content, metadata) =>
-      run(null, false, { kind: 'room_post', from_agent: fromAgent, content, metadata: metadata ?? undefined }),
+    /** `rooms.post`: `{sender_ref, sender_display, metadata}`; the install holds `rooms.write`. */
+    roomPost: (fromAgent, content, metadata, granted) =>
+      run(null, false, { kind: 'room_post', from_agent: fromAgent, content, metadata: metadata ?? undefined, granted }),
     /** `commitments.add`. */
     commitment: (title, content, fromAgent, dueAt) =>
       run(null, false, { kind: 'commitment', title, content, from_agent: fromAgent, due_at: dueAt ?? undefined }),

@@ -108,13 +108,18 @@ pub struct CheckedPost {
     pub metadata: Value,
 }
 
+/// The scope an install must hold to post to rooms as its agents.
+pub const ROOMS_WRITE_SCOPE: &str = "rooms.write";
+
 /// `rooms.post`: the sender is a declared agent, the content is 1 to
-/// [`MAX_ROOM_MESSAGE_CHARS`] characters and not blank, the metadata a JSON object.
+/// [`MAX_ROOM_MESSAGE_CHARS`] characters and not blank, the metadata a JSON object, and the
+/// install holds [`ROOMS_WRITE_SCOPE`] (`granted` answers for the install's scopes).
 pub fn room_post(
     app: &impl Declarations,
     from_agent: &str,
     content: &str,
     metadata: Option<&str>,
+    granted: impl Fn(&str) -> bool,
 ) -> Result<CheckedPost, ToolRefusal> {
     let refuse = |decision, message: String| Err(ToolRefusal::new(ROOMS_POST, decision, message));
     if from_agent.is_empty() {
@@ -158,6 +163,7 @@ pub fn room_post(
         }
         Some(Err(message)) => return refuse(Decision::InvalidArguments, message),
     };
+    tool_scopes(app, ROOMS_POST, &[ROOMS_WRITE_SCOPE.to_owned()], granted)?;
     Ok(CheckedPost {
         sender_ref: agent_key(app, from_agent),
         sender_display: sender_display.to_owned(),

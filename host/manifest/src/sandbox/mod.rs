@@ -15,10 +15,13 @@
 //!     "apiVersion: platform/v2\napp_id: desk\nversion: 1.0.0\nname: Desk\n\
 //!      runtime:\n  image: a/b:1\nagent:\n  name: Clerk\n  system_prompt: Help.\n",
 //! ).unwrap();
-//! let refused = sandbox::room_post(&manifest, "", "hello", None).unwrap_err();
+//! let granted = |scope: &str| scope == "rooms.write";
+//! let refused = sandbox::room_post(&manifest, "", "hello", None, granted).unwrap_err();
 //! assert_eq!(refused.decision, Decision::InvalidArguments);
-//! let post = sandbox::room_post(&manifest, "default", "hello", None).unwrap();
+//! let post = sandbox::room_post(&manifest, "default", "hello", None, granted).unwrap();
 //! assert_eq!(post.sender_ref, "desk:default");
+//! let refused = sandbox::room_post(&manifest, "default", "hello", None, |_| false).unwrap_err();
+//! assert_eq!(refused.decision, Decision::ScopeDenied);
 //! assert!(ChainContext::root().enter(Some("desk:default")).is_ok());
 //! ```
 
@@ -39,7 +42,7 @@ pub use chain::{
 pub use checks::{
     CheckedPost, MAX_COMMITMENT_CONTENT_CHARS, MAX_COMMITMENT_TITLE_CHARS, MAX_EVENT_PAYLOAD_BYTES,
     MAX_ROOM_MESSAGE_CHARS, ask, commitment, declared_names, delegate, emit, fetch, invoke,
-    public_callback_path, room_post, secret_key, tool_arguments, tool_scopes,
+    ROOMS_WRITE_SCOPE, public_callback_path, room_post, secret_key, tool_arguments, tool_scopes,
 };
 pub use egress::EgressPolicy;
 pub use mentions::{MAX_ROUTED_MENTIONS, extract_mentions};

@@ -240,8 +240,8 @@ impl Serving {
     }
 
     /// A post of `app_slug`'s agent, checked by the sandbox (`rooms.post` of a component, or
-    /// `POST /api/mcp/rooms-post` of a container), on the calling `chain`: the install must be
-    /// active and hold `rooms.write`.
+    /// `POST /api/mcp/rooms-post` of a container; [`sandbox::room_post`] also holds the install
+    /// to `rooms.write`), on the calling `chain`: the install must still be active.
     pub async fn post_as_agent(
         &self,
         tenant: &Actor,
@@ -253,26 +253,16 @@ impl Serving {
         let refuse = |decision, message: String| {
             ToolCallError::from(ToolRefusal::new(TOOL, decision, message))
         };
-        let install = self
+        let active = self
             .active_install(tenant, app_slug)
             .await
-            .ok()
-            .filter(|i| i.status == InstallStatus::Active)
-            .ok_or_else(|| {
-                refuse(
-                    Decision::Failed,
-                    format!("`{app_slug}` is not installed and active for this tenant"),
-                )
-            })?;
-        let manifest = self
-            .registry()
-            .manifest_of(app_slug, &install.version)
-            .await
-            .map_err(|e| refuse(Decision::Failed, format!("the platform failed: {e}")))?;
-        sandbox::tool_scopes(&manifest, TOOL, &["rooms.write".to_owned()], |s| {
-            install.granted_scopes.iter().any(|g| g == s)
-        })
-        .map_err(ToolCallError::from)?;
+            .is_ok_and(|i| i.status == InstallStatus::Active);
+        if !active {
+            return Err(refuse(
+                Decision::Failed,
+                format!("`{app_slug}` is not installed and active for this tenant"),
+            ));
+        }
         let Value::Object(metadata) = post.metadata else {
             return Err(refuse(
                 Decision::InvalidArguments,

@@ -46,7 +46,10 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         granted_scopes: &s.granted_scopes,
     })?;
     commitments::add_to_linker(linker, |s| commitments::Commitments { call: &s.call })?;
-    rooms::add_to_linker(linker, |s| rooms::Rooms { call: &s.call })?;
+    rooms::add_to_linker(linker, |s| rooms::Rooms {
+        call: &s.call,
+        granted_scopes: &s.granted_scopes,
+    })?;
     team::add_to_linker(linker, |s| team::Team { call: &s.call })?;
     apps::add_to_linker(linker, |s| apps::Apps { call: &s.call })?;
     events::add_to_linker(linker, |s| events::Events { call: &s.call })?;

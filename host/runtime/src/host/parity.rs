@@ -34,6 +34,9 @@ enum Op {
         content: String,
         from_agent: String,
         metadata: Option<Value>,
+        /// The install lacks `rooms.write` (every other row holds it).
+        #[serde(default)]
+        ungranted: bool,
     },
     Delegate {
         target: String,
@@ -119,6 +122,7 @@ fn probe(ctx: &Ctx<'_>, op: Op) -> Result<Value, Error> {
             content,
             from_agent,
             metadata,
+            ungranted: _,
         } => tool_outcome(match metadata {
             Some(m) => ctx
                 .rooms
@@ -157,13 +161,22 @@ fn sdk_app() -> Result<App, RegistrationError> {
     Ok(app)
 }
 
-const GRANTED: &[&str] = &["notes.read"];
+/// The scopes the install holds for `op`: `notes.read`, and `rooms.write` unless the row says
+/// otherwise.
+fn granted(op: &Op) -> Vec<&'static str> {
+    match op {
+        Op::RoomPost {
+            ungranted: true, ..
+        } => vec!["notes.read"],
+        _ => vec!["notes.read", "rooms.write"],
+    }
+}
 
 fn through_sdk(op: &Op, depth: u32, public_route: bool, without: &[Capability]) -> Outcome {
     let mut client = TestClient::new(sdk_app())
         .unwrap()
         .chain_depth(depth)
-        .grant(GRANTED)
+        .grant(&granted(op))
         .mock_tool_with_scopes("notes.lookup", &["notes.read"], json!({}))
         .mock_tool_with_scopes("crm.export", &["crm.write"], json!({}));
     if public_route {
@@ -211,14 +224,20 @@ async fn through_runtime(
         platform: Arc::new(platform),
     };
     let call = &call;
+    let granted_scopes: BTreeSet<String> = granted(op).into_iter().map(str::to_owned).collect();
+    let granted_scopes = &granted_scopes;
     match op.clone() {
         Op::RoomPost {
             content,
             from_agent,
             metadata,
+            ungranted: _,
         } => host_tool(
-            rooms::Rooms { call }
-                .post(
+            rooms::Rooms {
+                call,
+                granted_scopes,
+            }
+            .post(
                     "room-1".into(),
                     content,
                     from_agent,
@@ -269,11 +288,10 @@ async fn through_runtime(
                 .unwrap(),
         ),
         Op::Tool { name, args } => {
-            let granted: BTreeSet<String> = GRANTED.iter().map(|s| (*s).to_owned()).collect();
             host_tool(
                 tools::Tools {
                     call,
-                    granted_scopes: &granted,
+                    granted_scopes,
                 }
                 .call(name, args.to_string())
                 .await
@@ -304,6 +322,17 @@ fn post(content: &str, from_agent: &str, metadata: Option<Value>) -> Op {
         content: content.into(),
         from_agent: from_agent.into(),
         metadata,
+        ungranted: false,
+    }
+}
+
+/// A post by an install without `rooms.write`.
+fn ungranted_post(content: &str, from_agent: &str) -> Op {
+    Op::RoomPost {
+        content: content.into(),
+        from_agent: from_agent.into(),
+        metadata: None,
+        ungranted: true,
     }
 }
 
@@ -392,6 +421,19 @@ async fn the_runtime_and_the_sdk_double_apply_the_same_sandbox_rules() {
             1,
             false,
             Decision("invalid_arguments"),
+        ),
+        (
+            ungranted_post("hi", "lead"),
+            1,
+            false,
+            Decision("scope_denied"),
+        ),
+        // The sender and content rules answer before the scope.
+        (
+            ungranted_post("hi", "ghost"),
+            1,
+            false,
+            Decision("unknown_agent"),
         ),
         // team.delegate
         (delegate("writer", "lead"), 1, false, Ok),

@@ -1,5 +1,7 @@
 //! `rooms`: posting to group rooms as one of the app's agents.
 
+use std::collections::BTreeSet;
+
 use atrium_manifest::sandbox;
 
 use crate::bindings::atrium::app::rooms;
@@ -10,6 +12,7 @@ use crate::{RoomPost, ToolCallError};
 /// The `rooms` capability's view of a call.
 pub(crate) struct Rooms<'a> {
     pub call: &'a CallContext,
+    pub granted_scopes: &'a BTreeSet<String>,
 }
 
 super::capability!(crate::bindings::atrium::app::rooms, Rooms);
@@ -27,6 +30,7 @@ impl rooms::Host for Rooms<'_> {
             &from_agent,
             &content,
             metadata.as_deref(),
+            |s| self.granted_scopes.contains(s),
         ) {
             Ok(checked) => checked,
             Err(refusal) => return Ok(Err(refusal.into())),

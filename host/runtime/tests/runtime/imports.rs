@@ -139,7 +139,7 @@ async fn rooms_post_is_sent_as_the_apps_own_agent_and_routes_mentions() {
     let app = probe();
     let posted = op(
         &app,
-        &inv(&p),
+        &poster(&p),
         json!({"op": "post", "room": "room-1", "content": "hi **@room-bot:concierge** and @other:x", "from": "lead"}),
     )
     .await;
@@ -153,21 +153,21 @@ async fn rooms_post_is_sent_as_the_apps_own_agent_and_routes_mentions() {
 
     let not_member = op(
         &app,
-        &inv(&p),
+        &poster(&p),
         json!({"op": "post", "room": "room-1", "content": "x", "from": "helper"}),
     )
     .await;
     assert_eq!(not_member["err"]["decision"], "not_member");
     let foreign = op(
         &app,
-        &inv(&p),
+        &poster(&p),
         json!({"op": "post", "room": "room-1", "content": "x", "from": "concierge"}),
     )
     .await;
     assert_eq!(foreign["err"]["decision"], "unknown_agent");
     let empty = op(
         &app,
-        &inv(&p),
+        &poster(&p),
         json!({"op": "post", "room": "room-1", "content": "x", "from": ""}),
     )
     .await;
@@ -175,7 +175,7 @@ async fn rooms_post_is_sent_as_the_apps_own_agent_and_routes_mentions() {
     let long = "x".repeat(20_001);
     let too_long = op(
         &app,
-        &inv(&p),
+        &poster(&p),
         json!({"op": "post", "room": "room-1", "content": long, "from": "lead"}),
     )
     .await;
@@ -187,13 +187,28 @@ async fn rooms_post_is_sent_as_the_apps_own_agent_and_routes_mentions() {
     );
     let unknown = op(
         &app,
-        &inv(&p),
+        &poster(&p),
         json!({"op": "post", "room": "nope", "content": "x", "from": "lead"}),
     )
     .await;
     assert_eq!(unknown["err"]["decision"], "unknown_room");
+    // An install without `rooms.write` is refused before the platform sees the post.
+    let ungranted = op(
+        &app,
+        &inv(&p),
+        json!({"op": "post", "room": "room-1", "content": "x", "from": "lead"}),
+    )
+    .await;
+    assert_eq!(ungranted["err"]["decision"], "scope_denied");
+    assert_eq!(ungranted["err"]["needed_scopes"], json!(["rooms.write"]));
     assert_eq!(p.posts().len(), 1);
 }
+
+/// A call of an install that holds `rooms.write`.
+fn poster(p: &Arc<MemoryPlatform>) -> atrium_runtime::Invocation {
+    inv(p).with_scopes(["rooms.write"])
+}
+
 
 #[tokio::test]
 async fn team_delegation_follows_the_team_list_and_advances_the_chain() {
@@ -514,7 +529,7 @@ async fn a_capability_the_platform_goes_without_answers_not_available_naming_it(
     let tool = |capability: &str, op: serde_json::Value| {
         let (app, p, capability) = (&app, &p, capability.to_owned());
         async move {
-            let out = crate::common::op(app, &inv(p), op).await;
+            let out = crate::common::op(app, &poster(p), op).await;
             assert_eq!(out["err"]["decision"], "not_available", "{out}");
             assert_eq!(out["err"]["tool_name"], capability.as_str(), "{out}");
             assert_eq!(

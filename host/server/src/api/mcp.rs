@@ -255,6 +255,7 @@ pub async fn rooms_post(
         &body.from_agent,
         &body.content,
         metadata.as_deref(),
+        |s| install.granted_scopes.iter().any(|g| g == s),
     )
     .map_err(|r| post_refused(&r.into()))?;
     let request = atrium_runtime::RoomPostRequest {
