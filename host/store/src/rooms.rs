@@ -19,6 +19,10 @@ use crate::{Pool, Result, Store, StoreError, TenantKey, now_millis, on_pool};
 /// The PostgreSQL channel a post notifies: the payload is `<room_id> <seq>`.
 pub const ROOM_CHANNEL: &str = "atrium_rooms";
 
+/// The second word of a [`ROOM_CHANNEL`] payload when a member left the room (instead of a
+/// message's sequence).
+const MEMBERS_CHANGED: &str = "members";
+
 /// Who a member is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemberKind {
@@ -424,6 +428,7 @@ impl Store {
         key: &str,
     ) -> Result<Option<bool>> {
         let now = now_millis();
+        let is_pg = matches!(self.pool, Pool::Postgres(_));
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let touched = sqlx::query(
@@ -442,6 +447,12 @@ impl Store {
             .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(room).bind(key)
             .execute(&mut *tx).await?
             .rows_affected();
+            if removed > 0 && is_pg {
+                // Every host re-checks the access of its open streams of the room.
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(ROOM_CHANNEL).bind(format!("{room} {MEMBERS_CHANGED}"))
+                    .execute(&mut *tx).await?;
+            }
             tx.commit().await?;
             Ok(Some(removed > 0))
         })
@@ -645,6 +656,12 @@ pub enum RoomNotification {
         /// The message's sequence.
         seq: i64,
     },
+    /// A member was removed from room `room_id`: the streams of the room check again that
+    /// their reader may read it.
+    MembersChanged {
+        /// The room.
+        room_id: String,
+    },
     /// The listening connection was lost: what is notified until a new listener listens is
     /// lost, so the listener listens again and catches up from the timeline.
     Lost,
@@ -662,28 +679,59 @@ impl std::fmt::Debug for RoomNotifications {
 }
 
 impl RoomNotifications {
-    /// The next notification. A payload that is not `<room> <seq>` is skipped; an error is
-    /// the connection failing, which the caller treats as [`RoomNotification::Lost`].
+    /// The next notification. A payload that is neither `<room> <seq>` nor `<room> members`
+    /// is skipped; an error is the connection failing, which the caller treats as
+    /// [`RoomNotification::Lost`].
     pub async fn next(&mut self) -> Result<RoomNotification> {
         loop {
             match self.listener.try_recv().await? {
                 None => return Ok(RoomNotification::Lost),
-                Some(n) => {
-                    let parsed = n
-                        .payload()
-                        .split_once(' ')
-                        .and_then(|(room, seq)| Some((room.to_owned(), seq.parse().ok()?)));
-                    match parsed {
-                        Some((room_id, seq)) => {
-                            return Ok(RoomNotification::Posted { room_id, seq });
-                        }
-                        None => tracing::warn!(
-                            payload = n.payload(),
-                            "a room notification that is not `<room> <seq>`"
-                        ),
-                    }
-                }
+                Some(n) => match parse_notification(n.payload()) {
+                    Some(notification) => return Ok(notification),
+                    None => tracing::warn!(
+                        payload = n.payload(),
+                        "a room notification that is neither `<room> <seq>` nor `<room> members`"
+                    ),
+                },
             }
+        }
+    }
+}
+
+/// A [`ROOM_CHANNEL`] payload: `<room> <seq>` or `<room> members`.
+fn parse_notification(payload: &str) -> Option<RoomNotification> {
+    let (room, what) = payload.split_once(' ')?;
+    let room_id = room.to_owned();
+    if what == MEMBERS_CHANGED {
+        return Some(RoomNotification::MembersChanged { room_id });
+    }
+    Some(RoomNotification::Posted {
+        room_id,
+        seq: what.parse().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RoomNotification, parse_notification};
+
+    #[test]
+    fn notifications_name_a_message_or_a_change_of_members() {
+        assert_eq!(
+            parse_notification("r-1 42"),
+            Some(RoomNotification::Posted {
+                room_id: "r-1".into(),
+                seq: 42
+            })
+        );
+        assert_eq!(
+            parse_notification("r-1 members"),
+            Some(RoomNotification::MembersChanged {
+                room_id: "r-1".into()
+            })
+        );
+        for bad in ["r-1", "r-1 x", "r-1 4 2", ""] {
+            assert_eq!(parse_notification(bad), None, "{bad}");
         }
     }
 }

@@ -16,13 +16,19 @@
 //! subscriber is marked lagging; when its client reads again, its [`Subscription`] reads what
 //! it missed from the timeline before going on. A slow client therefore never slows a post or
 //! another subscriber, costs at most its buffer in memory, and loses nothing.
+//!
+//! Who may read a room is checked when a stream opens, and again whenever a member leaves:
+//! the host that removed the member tells its channel ([`RoomHub::members_changed`]), the
+//! others hear it by notification (or, after a lost connection, from the catch-up), and every
+//! subscription of the room answers [`Next::MembersChanged`] before its next message, so the
+//! stream can check its reader again and end before a removed member reads another word.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use atrium_store::{RoomMessage, Store, TenantKey};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::RoomsConfig;
 
@@ -65,6 +71,14 @@ struct Channel {
     /// while pushing, so pushes of one room happen one at a time and in order.
     delivered: tokio::sync::Mutex<Option<i64>>,
     subscribers: Mutex<Vec<Subscriber>>,
+    /// Counts the removals of members, so that the subscriptions check their reader again.
+    members: watch::Sender<u64>,
+}
+
+impl Channel {
+    fn members_changed(&self) {
+        self.members.send_modify(|n| *n = n.wrapping_add(1));
+    }
 }
 
 impl Channel {
@@ -172,6 +186,7 @@ impl RoomHub {
         let (tx, rx) = mpsc::channel(self.config.buffer.max(1));
         let lagging = Arc::new(AtomicBool::new(false));
         let mut start = 0;
+        let mut members = None;
         while !self.closed.load(Ordering::SeqCst) {
             let channel = self
                 .channels()
@@ -181,9 +196,11 @@ impl RoomHub {
                         tenant: tenant.clone(),
                         delivered: tokio::sync::Mutex::new(None),
                         subscribers: Mutex::default(),
+                        members: watch::Sender::new(0),
                     })
                 })
                 .clone();
+            members = Some(channel.members.subscribe());
             // The subscriber joins while no push runs, at the position the pushes have
             // reached: every later message is pushed to it.
             {
@@ -216,6 +233,8 @@ impl RoomHub {
         // The subscription holds no sender of its own: when the hub drops its one (closing,
         // or never joined because the host is stopping), the subscription ends.
         drop(tx);
+        // A hub that is closed gives a subscription that ends at once.
+        let members = members.unwrap_or_else(|| watch::Sender::new(0).subscribe());
         Ok(Subscription {
             hub: self.clone(),
             tenant: tenant.clone(),
@@ -226,6 +245,7 @@ impl RoomHub {
             last: after.unwrap_or(start),
             pending: VecDeque::new(),
             behind: after.is_some(),
+            members,
         })
     }
 
@@ -274,8 +294,16 @@ impl RoomHub {
         }
     }
 
-    /// Reads what every watched room stored since its last push (after the notifications
-    /// were interrupted).
+    /// A member left room `room` (on any host): its subscriptions check their reader again.
+    pub fn members_changed(&self, room: &str) {
+        if let Some(channel) = self.channels().get(room) {
+            channel.members_changed();
+        }
+    }
+
+    /// Reads what every watched room stored since its last push, and has every subscription
+    /// check its reader again (the notifications were interrupted: posts and removals of
+    /// members may have been missed).
     pub async fn catch_up_all(&self) {
         let channels: Vec<(String, Arc<Channel>)> = self
             .channels()
@@ -283,6 +311,7 @@ impl RoomHub {
             .map(|(room, c)| (room.clone(), c.clone()))
             .collect();
         for (room, channel) in channels {
+            channel.members_changed();
             self.advance(&channel, &room, i64::MAX, None).await;
         }
     }
@@ -346,6 +375,15 @@ impl RoomHub {
     }
 }
 
+/// What a subscription hands out.
+#[derive(Debug)]
+pub enum Next {
+    /// The next message.
+    Message(Arc<Delivery>),
+    /// A member left the room: the reader must be checked again before the next message.
+    MembersChanged,
+}
+
 /// One stream's view of a room: the messages after `last`, in order, each once.
 pub struct Subscription {
     hub: Arc<RoomHub>,
@@ -360,6 +398,8 @@ pub struct Subscription {
     pending: VecDeque<Arc<Delivery>>,
     /// Whether the timeline may hold more after `last` than the buffer will bring.
     behind: bool,
+    /// The channel's count of removed members (ends with the channel: the hub closed).
+    members: watch::Receiver<u64>,
 }
 
 impl std::fmt::Debug for Subscription {
@@ -378,14 +418,19 @@ impl Subscription {
         self.last
     }
 
-    /// The next message; none when the subscription ended (the host is stopping, or the
-    /// timeline could not be read: the client reconnects with the last id it saw).
-    pub async fn next(&mut self) -> Option<Arc<Delivery>> {
+    /// The next message, or first word that a member left; none when the subscription ended
+    /// (the host is stopping, or the timeline could not be read: the client reconnects with
+    /// the last id it saw).
+    pub async fn next(&mut self) -> Option<Next> {
         loop {
+            if self.members.has_changed().unwrap_or(false) {
+                self.members.mark_unchanged();
+                return Some(Next::MembersChanged);
+            }
             while let Some(delivery) = self.pending.pop_front() {
                 if delivery.message.seq > self.last {
                     self.last = delivery.message.seq;
-                    return Some(delivery);
+                    return Some(Next::Message(delivery));
                 }
             }
             if self.lagging.swap(false, Ordering::SeqCst) {
@@ -395,14 +440,24 @@ impl Subscription {
                 self.read_timeline().await?;
                 continue;
             }
-            let delivery = self.rx.recv().await?;
+            let watching = self.members.has_changed().is_ok();
+            let delivery = tokio::select! {
+                biased;
+                changed = self.members.changed(), if watching => {
+                    if changed.is_ok() {
+                        return Some(Next::MembersChanged);
+                    }
+                    continue;
+                }
+                delivery = self.rx.recv() => delivery?,
+            };
             let seq = delivery.message.seq;
             if seq <= self.last {
                 continue;
             }
             if seq == self.last + 1 {
                 self.last = seq;
-                return Some(delivery);
+                return Some(Next::Message(delivery));
             }
             // A gap: what lies between is in the timeline.
             self.behind = true;
@@ -466,12 +521,14 @@ mod tests {
     }
 
     async fn next(s: &mut Subscription) -> i64 {
-        tokio::time::timeout(Duration::from_secs(5), s.next())
+        match tokio::time::timeout(Duration::from_secs(5), s.next())
             .await
             .expect("a message within 5 s")
             .expect("the subscription goes on")
-            .message
-            .seq
+        {
+            Next::Message(delivery) => delivery.message.seq,
+            Next::MembersChanged => -1,
+        }
     }
 
     #[tokio::test]
@@ -524,6 +581,22 @@ mod tests {
         // A replay from seq 6, then live.
         let mut replay = hub.subscribe(&tenant, &room, Some(6)).await.unwrap();
         assert_eq!((next(&mut replay).await, next(&mut replay).await), (7, 8));
+        // A member left: every subscription says so once, before its next message, whether
+        // it was waiting or behind; a catch-up says so too.
+        hub.members_changed(&room);
+        let m9 = post(&store, &tenant, &room, 9).await;
+        hub.published(m9).await;
+        assert_eq!((next(&mut live).await, next(&mut live).await), (-1, 9));
+        assert_eq!((next(&mut replay).await, next(&mut replay).await), (-1, 9));
+        let waiting = tokio::spawn(async move {
+            let seq = next(&mut live).await;
+            (seq, live)
+        });
+        tokio::task::yield_now().await;
+        hub.catch_up_all().await;
+        let (seq, live) = waiting.await.unwrap();
+        assert_eq!((seq, next(&mut replay).await), (-1, -1));
+        hub.members_changed("another-room");
         drop((live, replay));
         assert_eq!(hub.stats().rooms, 0);
         // Closing ends a subscription.

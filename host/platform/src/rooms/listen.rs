@@ -1,6 +1,6 @@
 //! The job `room-listener`: on PostgreSQL, the notifications of posts made by any host
-//! (`LISTEN atrium_rooms`, each naming a room and a sequence), handed to the hub, which reads
-//! the messages from the timeline. PostgreSQL delivers a notification only on commit, so the
+//! (`LISTEN atrium_rooms`, each naming a room and a sequence, or a room whose members
+//! changed), handed to the hub, which reads the messages from the timeline. PostgreSQL delivers a notification only on commit, so the
 //! message is there to read.
 //!
 //! A notification carries no message: the timeline is the truth. When the listening
@@ -57,6 +57,9 @@ impl Job for RoomListener {
                     Ok(RoomNotification::Posted { room_id, seq }) => {
                         let hub = hub.clone();
                         tokio::spawn(async move { hub.notified(&room_id, seq).await });
+                    }
+                    Ok(RoomNotification::MembersChanged { room_id }) => {
+                        hub.members_changed(&room_id);
                     }
                     Ok(RoomNotification::Lost) => {
                         tracing::warn!("the room listener's connection was lost; listening again");

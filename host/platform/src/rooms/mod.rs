@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use atrium_store::{MemberAdded, MemberKind, NewRoomMember, Room, StoreError, TenantKey};
 
-pub use hub::{Delivery, HubStats, RoomHub, Subscription};
+pub use hub::{Delivery, HubStats, Next, RoomHub, Subscription};
 pub use listen::RoomListener;
 pub use post::{MessageSender, PostedMessage, check_content, iso_micros, runtime_message};
 
@@ -394,7 +394,12 @@ impl Serving {
                 field: "key",
                 message: format!("`{key}` is not a member of room `{id}`"),
             }),
-            Some(true) => self.room_for(tenant, &Participant::admin(), id).await,
+            Some(true) => {
+                // This host's streams of the room check their reader now; the other hosts'
+                // hear of it by notification.
+                self.rooms().members_changed(id);
+                self.room_for(tenant, &Participant::admin(), id).await
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use atrium_manifest::sandbox::ChainContext;
 use atrium_platform::rooms::{
-    self, Delivery, MessageSender, Participant, PostedMessage, RoomError,
+    self, Delivery, MessageSender, Next, Participant, PostedMessage, RoomError, Subscription,
 };
 use atrium_store::{MemberKind, Room, RoomMember, RoomMessage, TenantPrincipal, TenantRole};
 use axum::extract::{Path, State};
@@ -493,9 +493,62 @@ fn message_event(tenant_id: &str, delivery: &Arc<Delivery>) -> Event {
         .data(data)
 }
 
+/// The last event of a stream whose reader may no longer read the room (`event: closed`).
+#[derive(Debug, Serialize)]
+pub struct StreamClosed {
+    /// `not_member` (the reader was removed) or `unknown_room`.
+    pub code: &'static str,
+    /// What happened, in words.
+    pub message: String,
+}
+
+/// A stream's reader, checked again when a member leaves the room.
+struct Reader {
+    serving: atrium_platform::serving::Serving,
+    tenant: atrium_store::TenantKey,
+    tenant_id: String,
+    who: Participant,
+    room: String,
+}
+
+impl Reader {
+    /// The next event of the stream: a message, or the `closed` event that ends it when the
+    /// reader may no longer read the room; none when the stream ends otherwise.
+    async fn next(&self, subscription: &mut Subscription) -> Option<(Event, bool)> {
+        loop {
+            match subscription.next().await? {
+                Next::Message(delivery) => {
+                    return Some((message_event(&self.tenant_id, &delivery), true));
+                }
+                Next::MembersChanged => {
+                    let (code, message) = match self
+                        .serving
+                        .room_for(&self.tenant, &self.who, &self.room)
+                        .await
+                    {
+                        Ok(_) => continue,
+                        Err(RoomError::NotMember(m)) => ("not_member", m),
+                        Err(RoomError::UnknownRoom(m)) => ("unknown_room", m),
+                        Err(e) => {
+                            // The client reconnects, and is checked again then.
+                            tracing::warn!(error = %e, room = %self.room, "checking a stream's reader failed; the stream ends");
+                            return None;
+                        }
+                    };
+                    let data = serde_json::to_string(&StreamClosed { code, message })
+                        .unwrap_or_else(|_| "null".into());
+                    return Some((Event::default().event("closed").data(data), false));
+                }
+            }
+        }
+    }
+}
+
 /// The live stream of a room: an `event: message` block (id: the message's seq, data: the
 /// message) for each new post, a `: keepalive` comment when idle, and with `Last-Event-ID`
-/// first what the client missed. Ends when the client goes away or the host stops.
+/// first what the client missed. Ends when the client goes away or the host stops; when a
+/// member leaves, the reader is checked again, and a reader removed from the room gets a last
+/// `event: closed` (`{"code": "not_member", "message"}`) before any later message.
 pub async fn stream(
     State(state): State<HostState>,
     TenantUser(user): TenantUser,
@@ -511,14 +564,22 @@ pub async fn stream(
         .map_err(api_error)?;
     let hub = serving.rooms();
     let subscription = hub.subscribe(&tenant, &id, after).await?;
-    let tenant_id = user.tenant_id.clone();
-    let events = futures::stream::unfold(subscription, |mut subscription| async move {
-        subscription
-            .next()
-            .await
-            .map(|delivery| (delivery, subscription))
+    let reader = Arc::new(Reader {
+        serving: serving.clone(),
+        tenant,
+        tenant_id: user.tenant_id.clone(),
+        who: participant(&user),
+        room: id,
+    });
+    let events = futures::stream::unfold(Some(subscription), move |open| {
+        let reader = reader.clone();
+        async move {
+            let mut subscription = open?;
+            let (event, goes_on) = reader.next(&mut subscription).await?;
+            Some((event, goes_on.then_some(subscription)))
+        }
     })
-    .map(move |delivery| Ok::<_, Infallible>(message_event(&tenant_id, &delivery)));
+    .map(Ok::<_, Infallible>);
     Ok(Sse::new(events)
         .keep_alive(
             KeepAlive::new()

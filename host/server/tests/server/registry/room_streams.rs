@@ -1,9 +1,10 @@
 //! The room stream over HTTP: the room-bot examples (Rust and Python) answering a mention
 //! with `rooms.post` as a stream sees it, keepalive, replay with `Last-Event-ID` (also from a
 //! host started after the posts), a slow subscriber that overflows its buffer and loses
-//! nothing, 1,000 connect/disconnect cycles that leave no subscriber behind, and, with two
-//! hosts on PostgreSQL, a post on one host reaching streams on the other, also after the
-//! listening connections were killed.
+//! nothing, 1,000 connect/disconnect cycles that leave no subscriber behind, a member removed
+//! from the room whose stream ends before the next message, and, with two hosts on PostgreSQL,
+//! a post (and a removal) on one host reaching streams on the other, also after the listening
+//! connections were killed.
 
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use super::rooms::{ROOMS, create, manifest, post, probe_post, publish_as, user_id};
-use super::{Host, slug};
+use super::{Body, Host, slug};
 use crate::{stores, unique};
 
 /// One block of a server-sent event stream.
@@ -96,6 +97,37 @@ impl Stream {
             assert_eq!(block.id, Some(message["seq"].to_string()), "{block:?}");
             return message;
         }
+    }
+
+    /// The `closed` event that ends the stream (keepalives skipped), then the end: its data.
+    async fn closed(&mut self) -> Value {
+        let block = loop {
+            let block = self
+                .block(Duration::from_secs(20))
+                .await
+                .expect("an event within 20 seconds");
+            if block.comment.is_none() {
+                break block;
+            }
+        };
+        assert_eq!(block.event.as_deref(), Some("closed"), "{block:?}");
+        assert_eq!(block.id, None, "{block:?}");
+        let rest = tokio::time::timeout(Duration::from_secs(5), async {
+            while let Some(chunk) = self.body.next().await {
+                self.buffer
+                    .push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+            }
+        })
+        .await;
+        assert!(rest.is_ok(), "the stream ends after `closed`");
+        assert!(
+            self.buffer
+                .lines()
+                .all(|l| l.is_empty() || l.starts_with(':')),
+            "nothing but keepalives after `closed`: {}",
+            self.buffer
+        );
+        serde_json::from_str(block.data.as_deref().unwrap()).unwrap()
     }
 
     /// The next `n` messages' seqs.
@@ -245,6 +277,47 @@ async fn streams_keep_alive_replay_absorb_a_slow_reader_and_leave_nothing_behind
     }
     no_subscriber_left(&host).await;
 
+    // Members leave. When an agent leaves, the readers are still members and their streams go
+    // on; when a reader is removed, its stream ends with `closed` before the next message, and
+    // it cannot open the stream again.
+    let bob = host.tenant_token(&acme.secret, "shop", "user").await;
+    let bob_key = format!("user:{}", user_id(&host, &bob).await);
+    let members = format!("/api/agent-rooms/{id}/members");
+    let (status, body) = host
+        .post(&members, &alice, Body::Json(json!({"key": bob_key})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mut bobs = Stream::open(host.base(), &bob, &id, None).await;
+    let mut alices = Stream::open(host.base(), &alice, &id, None).await;
+    let (status, body) = host
+        .send("DELETE", &format!("{members}/{python_key}"), Some(&admin), Body::None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    post(&host, &alice, &id, "an agent left").await;
+    assert_eq!((bobs.seqs(1).await, alices.seqs(1).await), (vec![405], vec![405]));
+    let (status, body) = host
+        .send("DELETE", &format!("{members}/{bob_key}"), Some(&alice), Body::None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    post(&host, &alice, &id, "bob left").await;
+    let closed = bobs.closed().await;
+    assert_eq!(closed["code"], "not_member", "{closed}");
+    assert!(
+        closed["message"].as_str().unwrap().contains(&bob_key),
+        "{closed}"
+    );
+    assert_eq!(alices.seqs(1).await, [406]);
+    let (status, body) = host
+        .get(&format!("/api/agent-rooms/{id}/stream"), &bob)
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("not_member")),
+        "{body}"
+    );
+    drop((bobs, alices));
+    no_subscriber_left(&host).await;
+
     // After a restart, a new host replays the timeline to a reconnecting client.
     let data = host.data().to_owned();
     host.stop().await;
@@ -313,7 +386,25 @@ async fn a_post_reaches_streams_on_every_host_and_survives_a_lost_listener() {
     }
     assert_eq!(there.seqs(5).await, [4, 5, 6, 7, 8]);
     assert_eq!(here.seqs(6).await, [3, 4, 5, 6, 7, 8]);
-    drop((here, there));
+
+    // A member removed on the first host: the stream on the second host ends before the
+    // next message (the removal is notified like a post).
+    let bob = first.tenant_token(&acme.secret, "shop", "user").await;
+    let bob_key = format!("user:{}", user_id(&first, &bob).await);
+    let members = format!("/api/agent-rooms/{id}/members");
+    let (status, body) = first
+        .post(&members, &alice, Body::Json(json!({"key": bob_key})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mut bobs = Stream::open(second.base(), &bob, &id, None).await;
+    let (status, body) = first
+        .send("DELETE", &format!("{members}/{bob_key}"), Some(&admin), Body::None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    post(&first, &alice, &id, "bob left").await;
+    assert_eq!(bobs.closed().await["code"], "not_member");
+    assert_eq!(there.seqs(1).await, [9]);
+    drop((here, there, bobs));
     no_subscriber_left(&first).await;
     no_subscriber_left(&second).await;
     second.stop().await;
