@@ -101,12 +101,13 @@ def test_egress_outside_the_manifest_is_refused_in_tests_too(app):
 
 def test_mock_rooms_record_every_post(app):
     # As on the host, posting needs `rooms.write` granted to the install.
-    ungranted = TestClient(build(app))
+    built = build(app)
+    ungranted = TestClient(built)
     with pytest.raises(ToolCallError) as err:
         ungranted.room_message("writer", room_message("room-9", "@sdk-fixture:writer hi"))
     assert (err.value.decision, err.value.needed_scopes) == ("scope_denied", ["rooms.write"])
     assert len(ungranted.rooms) == 0
-    client = TestClient(build(app)).grant("rooms.write")
+    client = TestClient(built).grant("rooms.write")
     client.room_message("writer", room_message("room-9", "@sdk-fixture:writer hi"))
     post = client.rooms.posts[0]
     assert (post.room_id, post.content, post.from_agent, post.metadata) == ("room-9", "seen", "writer", None)

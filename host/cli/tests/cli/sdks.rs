@@ -54,7 +54,7 @@ fn the_python_sdk_and_the_python_invoice_desk_pass_their_own_tests() {
         .output()
         .unwrap();
     succeeds("pytest (room-bot-py)", &out);
-    assert!(stdout(&out).contains("2 passed"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("3 passed"), "{}", stdout(&out));
 }
 
 #[test]

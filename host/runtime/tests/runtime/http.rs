@@ -200,7 +200,8 @@ async fn lifecycle_schedules_events_and_rooms_reach_their_handlers() {
         atrium_runtime::memory::MemoryPlatform::default().with_room("r1", &["probe:helper"]),
     );
     let app = probe();
-    let i = inv(&p);
+    // The probe's on_message posts an answer: the install holds rooms.write.
+    let i = inv(&p).with_scopes(["rooms.write"]);
     app.on_install(&i).await.unwrap();
     app.on_uninstall(&i).await.unwrap();
     let envelope = InboundEnvelope {
