@@ -127,6 +127,20 @@ impl Host {
         self.send("POST", path, Some(token), body).await
     }
 
+    /// One operation of the probe app `app` (its `platform` tool, tests/guests/probe), called
+    /// with `token`: the tool's result (`{"ok": ...}` or `{"err": ...}`).
+    pub(crate) async fn probe(&self, app: &str, token: &str, op: Value) -> Value {
+        let (status, body) = self
+            .post(
+                &format!("/api/apps/{app}/tools/platform"),
+                token,
+                Body::Json(op),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["result"].clone()
+    }
+
     pub(crate) async fn put(&self, path: &str, token: &str, body: Body) -> (StatusCode, Value) {
         self.send("PUT", path, Some(token), body).await
     }

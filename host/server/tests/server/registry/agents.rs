@@ -22,15 +22,7 @@ fn manifest(app: &str) -> String {
 
 /// The result of the probe's `platform` tool: `{"ok": ...}` or `{"err": ...}`.
 async fn platform(host: &Host, app: &str, token: &str, op: Value) -> Value {
-    let (status, body) = host
-        .post(
-            &format!("/api/apps/{app}/tools/platform"),
-            token,
-            Body::Json(op),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["result"].clone()
+    host.probe(app, token, op).await
 }
 
 fn ask(agent: &str, prompt: &str) -> Value {

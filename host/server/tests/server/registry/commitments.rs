@@ -23,15 +23,7 @@ async fn commit(host: &Host, app: &str, who: &str, args: Value) -> Value {
     op.as_object_mut()
         .unwrap()
         .extend(args.as_object().unwrap().clone());
-    let (status, body) = host
-        .post(
-            &format!("/api/apps/{app}/tools/platform"),
-            who,
-            Body::Json(op),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["result"].clone()
+    host.probe(app, who, op).await
 }
 
 fn ids(body: &Value) -> Vec<String> {

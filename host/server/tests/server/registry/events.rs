@@ -33,29 +33,18 @@ fn manifest(app: &str, emitter: &str) -> String {
 
 /// `events.emit` from `app`'s probe: its `ok` answer or its `err` reason.
 async fn emit(host: &Host, token: &str, app: &str, name: &str, payload: Value) -> Value {
-    let (status, body) = host
-        .post(
-            &format!("/api/apps/{app}/tools/platform"),
-            token,
-            Body::Json(json!({"op": "emit", "name": name, "payload": payload})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["result"].clone()
+    host.probe(
+        app,
+        token,
+        json!({"op": "emit", "name": name, "payload": payload}),
+    )
+    .await
 }
 
 /// `apps.fetch` of `GET /echo/hi` from `caller`'s probe to `callee`.
 async fn fetch_echo(host: &Host, token: &str, caller: &str, callee: &str) -> Value {
     let fetch = json!({"op": "fetch_app", "app": callee, "path": "/echo/hi", "method": "GET"});
-    let (status, body) = host
-        .post(
-            &format!("/api/apps/{caller}/tools/platform"),
-            token,
-            Body::Json(fetch),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["result"].clone()
+    host.probe(caller, token, fetch).await
 }
 
 /// The newest invoice of the desk, as `list_invoices` answers it.

@@ -20,28 +20,22 @@ fn manifest(app: &str) -> String {
 
 /// `apps.invoke` from `caller`'s probe: its `ok` answer or its `err` reason.
 async fn invoke(host: &Host, token: &str, caller: &str, callee: &str, agent: &str) -> Value {
-    let (status, body) = host
-        .post(
-            &format!("/api/apps/{caller}/tools/platform"),
-            token,
-            Body::Json(json!({"op": "invoke", "app": callee, "agent": agent, "prompt": "Please"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["result"].clone()
+    host.probe(
+        caller,
+        token,
+        json!({"op": "invoke", "app": callee, "agent": agent, "prompt": "Please"}),
+    )
+    .await
 }
 
 /// `apps.fetch` of `GET path` from `caller`'s probe.
 async fn fetch(host: &Host, token: &str, caller: &str, callee: &str, path: &str) -> Value {
-    let (status, body) = host
-        .post(
-            &format!("/api/apps/{caller}/tools/platform"),
-            token,
-            Body::Json(json!({"op": "fetch_app", "app": callee, "path": path, "method": "GET"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["result"].clone()
+    host.probe(
+        caller,
+        token,
+        json!({"op": "fetch_app", "app": callee, "path": path, "method": "GET"}),
+    )
+    .await
 }
 
 fn reason(result: &Value) -> &str {

@@ -127,15 +127,12 @@ pub(super) async fn probe_post(
     from: &str,
     text: &str,
 ) -> Value {
-    let (status, body) = host
-        .post(
-            &format!("/api/apps/{app}/tools/platform"),
-            token,
-            Body::Json(json!({"op": "post", "room": room, "content": text, "from": from})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["result"].clone()
+    host.probe(
+        app,
+        token,
+        json!({"op": "post", "room": room, "content": text, "from": from}),
+    )
+    .await
 }
 
 /// Waits until `room` holds `count` messages (and, after a pause, still exactly that many).
@@ -536,17 +533,7 @@ async fn rooms_route_mentions_and_keep_to_their_tenant() {
             let body = json!({"op": "tool", "name": "rooms.messages", "args": {"room_id": id, "from_agent": "lead", "limit": 2}});
             let host = &host;
             let admin = &admin;
-            async move {
-                let (status, body) = host
-                    .post(
-                        &format!("/api/apps/{app}/tools/platform"),
-                        admin,
-                        Body::Json(body),
-                    )
-                    .await;
-                assert_eq!(status, StatusCode::OK, "{body}");
-                body["result"].clone()
-            }
+            async move { host.probe(&app, admin, body).await }
         };
         let read_ok = read(bot.clone()).await;
         assert_eq!(
