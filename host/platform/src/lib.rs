@@ -32,6 +32,7 @@ pub mod commitments;
 pub mod conversations;
 pub mod files;
 pub mod grants;
+pub mod heartbeats;
 pub mod identity;
 mod keyfile;
 pub mod llm_roles;
