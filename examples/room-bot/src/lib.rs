@@ -137,7 +137,10 @@ mod tests {
     fn without_rooms_write_the_answer_is_refused() {
         let client = TestClient::new(app()).unwrap();
         let err = client
-            .room_message("concierge", room_message("room-1", "@room-bot:concierge hi"))
+            .room_message(
+                "concierge",
+                room_message("room-1", "@room-bot:concierge hi"),
+            )
             .unwrap_err();
         assert!(
             matches!(&err, atrium_sdk::HandlerError::Tool(e) if e.decision == "scope_denied"),

@@ -101,14 +101,12 @@ fn serves_the_api_and_stops_cleanly_on_sigterm() {
         "{rest:?}"
     );
     assert!(
-        !rest
-            .iter()
-            .any(|l| l.contains("plan_run")
-                || l.contains("Deprecation")
-                || l.contains(" lance")
-                || l.contains("lance::")
-                || l.contains("lance_")
-                || l.contains("lancedb")),
+        !rest.iter().any(|l| l.contains("plan_run")
+            || l.contains("Deprecation")
+            || l.contains(" lance")
+            || l.contains("lance::")
+            || l.contains("lance_")
+            || l.contains("lancedb")),
         "{rest:?}"
     );
 }

@@ -41,8 +41,8 @@ pub use chain::{
 };
 pub use checks::{
     CheckedPost, MAX_COMMITMENT_CONTENT_CHARS, MAX_COMMITMENT_TITLE_CHARS, MAX_EVENT_PAYLOAD_BYTES,
-    MAX_ROOM_MESSAGE_CHARS, ask, commitment, declared_names, delegate, emit, fetch, invoke,
-    ROOMS_WRITE_SCOPE, public_callback_path, room_post, secret_key, tool_arguments, tool_scopes,
+    MAX_ROOM_MESSAGE_CHARS, ROOMS_WRITE_SCOPE, ask, commitment, declared_names, delegate, emit,
+    fetch, invoke, public_callback_path, room_post, secret_key, tool_arguments, tool_scopes,
 };
 pub use egress::EgressPolicy;
 pub use mentions::{MAX_ROUTED_MENTIONS, extract_mentions};

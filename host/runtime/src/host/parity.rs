@@ -238,13 +238,13 @@ async fn through_runtime(
                 granted_scopes,
             }
             .post(
-                    "room-1".into(),
-                    content,
-                    from_agent,
-                    metadata.map(|m| m.to_string()),
-                )
-                .await
-                .unwrap(),
+                "room-1".into(),
+                content,
+                from_agent,
+                metadata.map(|m| m.to_string()),
+            )
+            .await
+            .unwrap(),
         ),
         Op::Delegate { target, from_agent } => host_agent(
             team::Team { call }
@@ -287,17 +287,15 @@ async fn through_runtime(
                 .await
                 .unwrap(),
         ),
-        Op::Tool { name, args } => {
-            host_tool(
-                tools::Tools {
-                    call,
-                    granted_scopes,
-                }
-                .call(name, args.to_string())
-                .await
-                .unwrap(),
-            )
-        }
+        Op::Tool { name, args } => host_tool(
+            tools::Tools {
+                call,
+                granted_scopes,
+            }
+            .call(name, args.to_string())
+            .await
+            .unwrap(),
+        ),
         Op::PublicUrl { path } => match (context::Context { call })
             .public_callback_url(path)
             .await

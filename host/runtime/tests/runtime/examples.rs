@@ -106,7 +106,9 @@ async fn the_room_bot_answers_a_mention_in_the_room() {
         created_at: "2026-01-01T00:00:00Z".into(),
     };
     let granted = inv(&p).with_scopes(["rooms.write"]);
-    app.on_message(&granted, "concierge", message).await.unwrap();
+    app.on_message(&granted, "concierge", message)
+        .await
+        .unwrap();
     let posts = p.posts();
     assert_eq!(posts.len(), 1);
     assert_eq!(posts[0].message.sender_ref, "room-bot:concierge");

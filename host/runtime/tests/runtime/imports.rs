@@ -209,7 +209,6 @@ fn poster(p: &Arc<MemoryPlatform>) -> atrium_runtime::Invocation {
     inv(p).with_scopes(["rooms.write"])
 }
 
-
 #[tokio::test]
 async fn team_delegation_follows_the_team_list_and_advances_the_chain() {
     let p = platform();

@@ -290,13 +290,26 @@ async fn streams_keep_alive_replay_absorb_a_slow_reader_and_leave_nothing_behind
     let mut bobs = Stream::open(host.base(), &bob, &id, None).await;
     let mut alices = Stream::open(host.base(), &alice, &id, None).await;
     let (status, body) = host
-        .send("DELETE", &format!("{members}/{python_key}"), Some(&admin), Body::None)
+        .send(
+            "DELETE",
+            &format!("{members}/{python_key}"),
+            Some(&admin),
+            Body::None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     post(&host, &alice, &id, "an agent left").await;
-    assert_eq!((bobs.seqs(1).await, alices.seqs(1).await), (vec![405], vec![405]));
+    assert_eq!(
+        (bobs.seqs(1).await, alices.seqs(1).await),
+        (vec![405], vec![405])
+    );
     let (status, body) = host
-        .send("DELETE", &format!("{members}/{bob_key}"), Some(&alice), Body::None)
+        .send(
+            "DELETE",
+            &format!("{members}/{bob_key}"),
+            Some(&alice),
+            Body::None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     post(&host, &alice, &id, "bob left").await;
@@ -398,7 +411,12 @@ async fn a_post_reaches_streams_on_every_host_and_survives_a_lost_listener() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let mut bobs = Stream::open(second.base(), &bob, &id, None).await;
     let (status, body) = first
-        .send("DELETE", &format!("{members}/{bob_key}"), Some(&admin), Body::None)
+        .send(
+            "DELETE",
+            &format!("{members}/{bob_key}"),
+            Some(&admin),
+            Body::None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     post(&first, &alice, &id, "bob left").await;
