@@ -38,6 +38,7 @@ mod rooms;
 mod schedules;
 mod secrets;
 mod templates;
+mod tenant_settings;
 mod tenant_tokens;
 mod tenants;
 mod usage;
@@ -79,6 +80,7 @@ pub use rooms::{
 };
 pub use schedules::{ScheduleRun, ScheduleSlot};
 pub use secrets::SecretMeta;
+pub use tenant_settings::TenantSettings;
 pub use tenant_tokens::{
     CreatedTenantToken, NewTenantToken, TENANT_TOKEN_PREFIX, TenantPrincipal, TenantRole,
     TenantToken, check_display_name, check_user_id,

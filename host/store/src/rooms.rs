@@ -598,40 +598,6 @@ impl Store {
         })
     }
 
-    /// The tenant's limit of members per room, when its admin set one.
-    pub async fn room_member_limit(&self, tenant: &TenantKey) -> Result<Option<i64>> {
-        on_pool!(self, pool => {
-            Ok(sqlx::query(
-                "SELECT room_member_limit FROM tenant_settings WHERE org_id = $1 AND tenant_id = $2",
-            )
-            .bind(&tenant.org_id).bind(&tenant.tenant_id)
-            .fetch_optional(pool).await?
-            .map(|row| row.try_get::<Option<i64>, _>("room_member_limit"))
-            .transpose()?
-            .flatten())
-        })
-    }
-
-    /// Sets (or, with none, resets to the platform's default) the tenant's limit of members
-    /// per room.
-    pub async fn set_room_member_limit(
-        &self,
-        tenant: &TenantKey,
-        limit: Option<i64>,
-    ) -> Result<()> {
-        let now = now_millis();
-        on_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO tenant_settings (org_id, tenant_id, room_member_limit, updated_at) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, tenant_id) DO UPDATE SET \
-                 room_member_limit = excluded.room_member_limit, updated_at = excluded.updated_at",
-            )
-            .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(limit).bind(now)
-            .execute(pool).await?;
-        });
-        Ok(())
-    }
-
     /// Listens to the notifications of posts, on PostgreSQL; none on SQLite, where every post
     /// is taken by the one host.
     pub async fn room_notifications(&self) -> Result<Option<RoomNotifications>> {

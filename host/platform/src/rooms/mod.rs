@@ -219,8 +219,9 @@ impl Serving {
         Ok(self
             .registry()
             .store()
-            .room_member_limit(tenant)
+            .tenant_settings(tenant)
             .await?
+            .room_member_limit
             .unwrap_or(DEFAULT_MEMBER_LIMIT))
     }
 

@@ -18,6 +18,9 @@ pub struct SettingsView {
     pub room_member_limit: i64,
     /// Whether `room_member_limit` is the platform's default (50).
     pub room_member_limit_is_default: bool,
+    /// The tenant's time zone, an IANA name; null when unset (then UTC). Heartbeats whose
+    /// active hours or schedule say `user` read their times in it.
+    pub time_zone: Option<String>,
 }
 
 /// `PUT /api/tenant/settings`: every setting; one left out (or null) is the platform's
@@ -29,14 +32,31 @@ pub struct PutSettings {
     /// nobody is added to them until they have fewer.
     #[serde(default)]
     pub room_member_limit: Option<i64>,
+    /// The tenant's time zone: an IANA name such as `Europe/Berlin`.
+    #[serde(default)]
+    pub time_zone: Option<String>,
 }
 
 async fn view(state: &HostState, tenant: &TenantKey) -> Result<SettingsView, ApiError> {
-    let limit = state.store.room_member_limit(tenant).await?;
+    let settings = state.store.tenant_settings(tenant).await?;
     Ok(SettingsView {
-        room_member_limit: limit.unwrap_or(DEFAULT_MEMBER_LIMIT),
-        room_member_limit_is_default: limit.is_none(),
+        room_member_limit: settings.room_member_limit.unwrap_or(DEFAULT_MEMBER_LIMIT),
+        room_member_limit_is_default: settings.room_member_limit.is_none(),
+        time_zone: settings.time_zone,
     })
+}
+
+/// An IANA time-zone name that the host knows (from its bundled time-zone database).
+fn check_time_zone(name: &str) -> Result<(), ApiError> {
+    if !name.is_empty() && jiff::tz::TimeZone::get(name).is_ok() {
+        return Ok(());
+    }
+    Err(ApiError::field(
+        "time_zone",
+        format!(
+            "time_zone must be an IANA time-zone name such as `Europe/Berlin` or `UTC`, got `{name}`"
+        ),
+    ))
 }
 
 /// The tenant's settings.
@@ -61,11 +81,15 @@ pub async fn put_settings(
             format!("room_member_limit must be from 1 to {MAX_MEMBER_LIMIT}, got {limit}"),
         ));
     }
+    if let Some(zone) = &body.time_zone {
+        check_time_zone(zone)?;
+    }
     let tenant = admin.key();
-    state
-        .store
-        .set_room_member_limit(&tenant, body.room_member_limit)
-        .await?;
+    let settings = atrium_store::TenantSettings {
+        room_member_limit: body.room_member_limit,
+        time_zone: body.time_zone,
+    };
+    state.store.set_tenant_settings(&tenant, &settings).await?;
     Ok(Json(view(&state, &tenant).await?))
 }
 

@@ -3,7 +3,9 @@
 //! transaction (a refused post takes no number), the member limit, and the timeline read
 //! back in pages without a message skipped or repeated.
 
-use atrium_store::{MemberAdded, MemberKind, NewRoomMember, NewRoomMessage, Posted, TenantKey};
+use atrium_store::{
+    MemberAdded, MemberKind, NewRoomMember, NewRoomMessage, Posted, TenantKey, TenantSettings,
+};
 use serde_json::{Map, Value};
 
 use super::{stores, unique};
@@ -178,12 +180,28 @@ async fn posts_in_one_instant_keep_their_order_and_pages_stay_exact() {
                 .unwrap()
                 .is_empty()
         );
-        // The tenant's member limit.
-        assert_eq!(store.room_member_limit(&tenant).await.unwrap(), None);
-        store.set_room_member_limit(&tenant, Some(7)).await.unwrap();
-        assert_eq!(store.room_member_limit(&tenant).await.unwrap(), Some(7));
-        assert_eq!(store.room_member_limit(&elsewhere).await.unwrap(), None);
-        store.set_room_member_limit(&tenant, None).await.unwrap();
-        assert_eq!(store.room_member_limit(&tenant).await.unwrap(), None);
+        // The tenant's settings: the member limit and the time zone, per tenant.
+        assert_eq!(
+            store.tenant_settings(&tenant).await.unwrap(),
+            TenantSettings::default()
+        );
+        let set = TenantSettings {
+            room_member_limit: Some(7),
+            time_zone: Some("Europe/Berlin".into()),
+        };
+        store.set_tenant_settings(&tenant, &set).await.unwrap();
+        assert_eq!(store.tenant_settings(&tenant).await.unwrap(), set);
+        assert_eq!(
+            store.tenant_settings(&elsewhere).await.unwrap(),
+            TenantSettings::default()
+        );
+        store
+            .set_tenant_settings(&tenant, &TenantSettings::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            store.tenant_settings(&tenant).await.unwrap(),
+            TenantSettings::default()
+        );
     }
 }

@@ -347,6 +347,63 @@ async fn rooms_route_mentions_and_keep_to_their_tenant() {
             (StatusCode::OK, &json!(50)),
             "{settings}"
         );
+        // The time zone: an IANA name, read by every user, set by the admin; a PUT that
+        // leaves it out resets it.
+        for bad in ["Mars/Olympus", "", "user", "+02:00"] {
+            let (status, body) = host
+                .put(
+                    "/api/tenant/settings",
+                    &admin,
+                    Body::Json(json!({"time_zone": bad})),
+                )
+                .await;
+            assert_eq!(
+                (status, body["error"]["param"].as_str()),
+                (StatusCode::BAD_REQUEST, Some("time_zone")),
+                "{bad}: {body}"
+            );
+        }
+        let (status, body) = host
+            .put(
+                "/api/tenant/settings",
+                &admin,
+                Body::Json(json!({"time_zone": 2})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("time_zone"),
+            "{body}"
+        );
+        let (status, settings) = host
+            .put(
+                "/api/tenant/settings",
+                &admin,
+                Body::Json(json!({"time_zone": "America/New_York", "room_member_limit": 30})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{settings}");
+        let (status, settings) = host.get("/api/tenant/settings", &bob).await;
+        assert_eq!(
+            (
+                status,
+                &settings["time_zone"],
+                &settings["room_member_limit"]
+            ),
+            (StatusCode::OK, &json!("America/New_York"), &json!(30)),
+            "{settings}"
+        );
+        let (status, settings) = host
+            .put("/api/tenant/settings", &admin, Body::Json(json!({})))
+            .await;
+        assert_eq!(
+            (status, &settings["time_zone"]),
+            (StatusCode::OK, &Value::Null),
+            "{settings}"
+        );
 
         // Routing: members mentioned through Markdown, each once; non-members dropped; users
         // routed too; the agent's on_message answers in the room.
