@@ -456,7 +456,7 @@ async fn rooms_route_mentions_and_keep_to_their_tenant() {
             .put(
                 "/api/tenant/settings",
                 &admin,
-                Body::Json(json!({"room_member_limit": 30})),
+                Body::Json(json!({"room_member_limit": 30, "time_zone": "Asia/Tokyo"})),
             )
             .await;
         assert_eq!(status, StatusCode::OK);
@@ -685,15 +685,16 @@ async fn rooms_route_mentions_and_keep_to_their_tenant() {
         let globex = store.create_key(&unique("globex"), "ops").await.unwrap();
         let stranger = host.tenant_token(&globex.secret, "shop", "admin").await;
         for token in [&other, &stranger] {
-            // The shop's member limit (30 now) is its own.
+            // The shop's member limit (30 now) and time zone (Tokyo) are its own.
             let (status, settings) = host.get("/api/tenant/settings", token).await;
             assert_eq!(status, StatusCode::OK, "{settings}");
             assert_eq!(
                 (
                     &settings["room_member_limit"],
-                    &settings["room_member_limit_is_default"]
+                    &settings["room_member_limit_is_default"],
+                    &settings["time_zone"]
                 ),
-                (&json!(50), &json!(true)),
+                (&json!(50), &json!(true), &Value::Null),
                 "{settings}"
             );
             let (status, listed) = host.get("/api/agent-rooms", token).await;
