@@ -79,6 +79,13 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let heartbeats = match atrium_platform::heartbeats::HeartbeatsConfig::from_env(&env) {
+        Ok(heartbeats) => heartbeats,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(1);
+        }
+    };
     let max_cpu_cores_per_tenant = match tenant_cpu_cores(
         std::env::var(TENANT_CPU_CORES_ENV)
             .ok()
@@ -212,6 +219,7 @@ pub fn run(args: &Args) -> ExitCode {
             .with_retrieval(retrieval)
             .with_registry(registry, identity)
             .with_rooms(rooms)
+            .with_heartbeats(heartbeats)
             .with_limits(limits);
         let served = atrium_server::serve(listener, state, shutdown).await;
         if let Some(demo) = demo {

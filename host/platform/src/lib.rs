@@ -24,6 +24,8 @@
 //! - [`runner`]: the agent runner, a tool-using model loop through the host's gateway.
 //! - [`serving`]: calling installed apps: loaded components shared across installs, and the
 //!   runtime's `Platform` over the SQL store (platform tools, secrets).
+//! - [`heartbeats`] and [`visions`]: the agents' background routines and long goals, run by
+//!   the heartbeat scheduler.
 
 pub use atrium_archive as archive;
 pub mod artifacts;
@@ -44,4 +46,5 @@ pub mod scopes;
 pub mod sealing;
 pub mod services;
 pub mod serving;
+pub mod visions;
 pub mod wires;

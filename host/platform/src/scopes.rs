@@ -97,6 +97,16 @@ pub const CATALOGUE: &[Scope] = &[
     ),
     scope("mail.send", Risk::High, "Send email in the tenant's name."),
     scope(
+        "memory.read",
+        Risk::Low,
+        "Read the memory entries of the app's own agents.",
+    ),
+    scope(
+        "memory.write",
+        Risk::Medium,
+        "Write memory entries of the app's own agents.",
+    ),
+    scope(
         "rooms.read",
         Risk::Low,
         "Read the timelines of the group rooms the app's agents are members of.",

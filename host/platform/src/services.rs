@@ -108,6 +108,10 @@ impl Services {
         if tool == "rooms.messages" {
             return tools::room_messages(self.inner.registry.store(), &install, tool, args).await;
         }
+        if tool.starts_with("memory.") {
+            let store = self.inner.registry.store();
+            return tools::memory(store, &install, &knowledge.agents, tool, args).await;
+        }
         tools::records(self.inner.registry.store(), &install, tool, args).await
     }
 

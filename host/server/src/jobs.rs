@@ -9,6 +9,7 @@
 //! | `queue-delay` | server | measures how late the runtime polls a task, for load shedding |
 //! | `batches` | server | runs batch items |
 //! | `schedules` | platform | runs the apps' named schedules, claimed in the database |
+//! | `heartbeats` | platform | ticks the heartbeat scheduler: runs the agents' due heartbeats and vision phases, claimed in the database |
 //! | `room-listener` | platform | on PostgreSQL, hears the posts of every host (`LISTEN`) for this host's room streams |
 //! | `upkeep` | retrieval | compacts and prunes retrieval tables, probes the store in an outage |
 
@@ -36,6 +37,11 @@ pub(crate) fn background_jobs(state: &HostState) -> Vec<Box<dyn Job>> {
         )));
         jobs.push(Box::new(atrium_platform::rooms::RoomListener(
             serving.rooms().clone(),
+        )));
+    }
+    if let Some(scheduler) = &state.scheduler {
+        jobs.push(Box::new(atrium_platform::heartbeats::Heartbeats(
+            scheduler.clone(),
         )));
     }
     if let Some(retrieval) = &state.retrieval {

@@ -66,6 +66,11 @@ pub struct HostState {
     pub limiter: std::sync::Arc<overload::Limiter>,
     /// How group rooms behave (the stream's keepalive, a slow stream's buffer).
     pub rooms: atrium_platform::rooms::RoomsConfig,
+    /// How the heartbeat scheduler runs (its tick, when a run counts as lost).
+    pub heartbeats: atrium_platform::heartbeats::HeartbeatsConfig,
+    /// The heartbeat scheduler of this host, when it has a registry (the `heartbeats` job
+    /// ticks it; `run-now` runs through it).
+    pub scheduler: Option<atrium_platform::heartbeats::Scheduler>,
     /// The background jobs: the metering writer from the start, the rest while [`serve`]
     /// runs ([`jobs`]).
     pub jobs: atrium_jobs::Jobs,
@@ -94,6 +99,8 @@ impl HostState {
             identity: None,
             limiter: std::sync::Arc::default(),
             rooms: atrium_platform::rooms::RoomsConfig::default(),
+            heartbeats: atrium_platform::heartbeats::HeartbeatsConfig::default(),
+            scheduler: None,
             jobs,
         }
     }
@@ -101,6 +108,15 @@ impl HostState {
     /// The same state with rooms configured as `rooms` says.
     pub fn with_rooms(mut self, rooms: atrium_platform::rooms::RoomsConfig) -> Self {
         self.rooms = rooms;
+        self.wired()
+    }
+
+    /// The same state with the heartbeat scheduler configured as `heartbeats` says.
+    pub fn with_heartbeats(
+        mut self,
+        heartbeats: atrium_platform::heartbeats::HeartbeatsConfig,
+    ) -> Self {
+        self.heartbeats = heartbeats;
         self.wired()
     }
 
@@ -152,6 +168,15 @@ impl HostState {
                 atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
                 self.rooms.clone(),
             )
+        });
+        let host = self
+            .scheduler
+            .as_ref()
+            .map_or_else(atrium_platform::heartbeats::host_name, |s| {
+                s.host().to_owned()
+            });
+        self.scheduler = self.serving.clone().map(|serving| {
+            atrium_platform::heartbeats::Scheduler::new(serving, self.heartbeats.clone(), host)
         });
         self
     }

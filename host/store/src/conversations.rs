@@ -141,6 +141,53 @@ impl Store {
         })
     }
 
+    /// The conversation `id` of `tenant` for `user_id` on `channel`, created when it does not
+    /// exist yet (a heartbeat's dedicated thread has a fixed id per agent).
+    pub async fn ensure_conversation(
+        &self,
+        tenant: &TenantKey,
+        id: &str,
+        user_id: &str,
+        channel: &str,
+        title: Option<&str>,
+    ) -> Result<Conversation> {
+        let now = now_millis();
+        on_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO conversations (org_id, tenant_id, id, user_id, channel, title, next_seq, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $7) ON CONFLICT (org_id, tenant_id, id) DO NOTHING",
+            )
+            .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(id).bind(user_id)
+            .bind(channel).bind(title).bind(now)
+            .execute(pool).await?;
+        });
+        self.conversation(tenant, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("the conversation `{id}` vanished")))
+    }
+
+    /// The conversation of `tenant` on a user-facing channel (not `heartbeat`) that is with
+    /// `agent` of `app_slug` now and was written to last.
+    pub async fn latest_conversation_with(
+        &self,
+        tenant: &TenantKey,
+        app_slug: &str,
+        agent: &str,
+    ) -> Result<Option<Conversation>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM conversations WHERE org_id = $1 AND tenant_id = $2 AND app_slug = $3 \
+             AND agent = $4 AND channel <> 'heartbeat' ORDER BY updated_at DESC, id DESC LIMIT 1"
+        );
+        on_pool!(self, pool => {
+            sqlx::query(&sql)
+                .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(app_slug).bind(agent)
+                .fetch_optional(pool).await?
+                .as_ref()
+                .map(conversation_from)
+                .transpose()
+        })
+    }
+
     /// One conversation of `tenant`, whoever's it is.
     pub async fn conversation(&self, tenant: &TenantKey, id: &str) -> Result<Option<Conversation>> {
         let sql = format!(

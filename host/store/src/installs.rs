@@ -153,6 +153,9 @@ pub struct Activation<'a> {
     pub grants: &'a [NewGrant],
     /// Template defaults to clone.
     pub templates: &'a [NewTemplate],
+    /// The heartbeats the version's agents declare: their rows are created or kept, the
+    /// others retired.
+    pub heartbeats: &'a [crate::HeartbeatDecl],
 }
 
 pub(crate) const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, granted_scopes, settings, \
@@ -163,9 +166,13 @@ pub(crate) const COLUMNS: &str = "org_id, tenant_id, app_slug, version, status, 
 /// the install's own row last: removing an install deletes from each. A test holds this list
 /// to the schema, with [`OUTLIVE_THE_INSTALL`]: a table keyed by an install that is in
 /// neither fails it.
-pub(crate) const INSTALL_TABLES: [&str; 7] = [
+pub(crate) const INSTALL_TABLES: [&str; 11] = [
     "install_secrets",
+    "heartbeat_runs",
     "heartbeats",
+    "agent_memory",
+    "vision_phases",
+    "visions",
     "app_records",
     "install_agents",
     "install_workflows",
@@ -336,6 +343,7 @@ impl Store {
                 .bind(&template.body).bind(now)
                 .execute(&mut *tx).await?;
             }
+            crate::heartbeats::sync_heartbeats!(tx, a.install, a.heartbeats, now);
             crate::changes::record_changes!(tx, std::slice::from_ref(&changed));
             tx.commit().await?;
             !existed
@@ -642,13 +650,15 @@ impl Store {
 
     /// Moves an install to `version` with `granted_scopes` (the scopes it asks for) and its
     /// non-secret `settings` as checked against that version (new settings at their defaults),
-    /// and clears its pending version.
+    /// and clears its pending version; the heartbeat rows follow `heartbeats`, the version's
+    /// (created, kept or retired).
     pub async fn upgrade_install(
         &self,
         install: &InstallKey,
         version: &str,
         granted_scopes: &[String],
         settings: &Map<String, Value>,
+        heartbeats: &[crate::HeartbeatDecl],
     ) -> Result<()> {
         let InstallKey {
             org_id,
@@ -667,6 +677,7 @@ impl Store {
             )
             .bind(version).bind(&scopes).bind(&settings).bind(now).bind(org_id).bind(tenant_id).bind(app_slug)
             .execute(&mut *tx).await?;
+            crate::heartbeats::sync_heartbeats!(tx, install, heartbeats, now);
             crate::changes::record_changes!(tx, std::slice::from_ref(&change));
             tx.commit().await?;
         });

@@ -24,12 +24,14 @@ mod commitments;
 mod conversations;
 mod developers;
 mod grants;
+mod heartbeats;
 mod ids;
 mod install_edits;
 mod installs;
 mod integrations;
 mod keys;
 mod llm_roles;
+mod memory;
 mod meter;
 mod public_routes;
 mod rag;
@@ -42,6 +44,7 @@ mod tenant_settings;
 mod tenant_tokens;
 mod tenants;
 mod usage;
+mod visions;
 mod wires;
 
 use std::path::Path;
@@ -63,12 +66,17 @@ pub use commitments::{CommitmentFilter, CommitmentStatus, NewCommitment, StoredC
 pub use conversations::{Conversation, NewMessage, StoredMessage};
 pub use developers::{Developer, NewDeveloper, check_email, check_login};
 pub use grants::Grant;
+pub use heartbeats::{
+    DueHeartbeat, HeartbeatClaim, HeartbeatDecl, HeartbeatEnd, HeartbeatRef, HeartbeatRow,
+    HeartbeatRun, MAX_CONSECUTIVE_FAILURES,
+};
 pub use ids::{InstallKey, InstallValueKind, TenantKey};
 pub use installs::{Activation, Install, InstallStatus, NewGrant, NewTemplate, UpgradePolicy};
 pub use integrations::StoredIntegration;
 pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
 pub use llm_roles::{AgentLimitsRow, LlmRole};
+pub use memory::MemoryEntry;
 pub use meter::{Backlog, Metering, MeteringWriter};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
@@ -87,6 +95,7 @@ pub use tenant_tokens::{
 };
 pub use tenants::{Tenant, check_tenant_id};
 pub use usage::{AgentUsage, AppUsage, TenantUsage, Usage, UsageRecord, UsageTotals};
+pub use visions::{NewVisionPhase, Vision, VisionPhase, VisionStep};
 pub use wires::{HeartbeatWake, NewWire, Wire, WireFilter};
 
 /// Errors of the store.

@@ -221,6 +221,8 @@ impl Registry {
             })
             .collect();
         let templates = templates_of(stored.templates.as_deref())?;
+        let key = tenant.install(app_slug);
+        let heartbeats = crate::heartbeats::declared(&key, &manifest);
         let (install, first) = store
             .activate(&Activation {
                 install: &tenant.install(app_slug),
@@ -233,8 +235,10 @@ impl Registry {
                 activated_by: tenant.user_id.as_deref(),
                 grants: &grants,
                 templates: &templates,
+                heartbeats: &heartbeats,
             })
             .await?;
+        crate::visions::create_at_activation(store, &key, &manifest, &install.settings).await?;
         Ok(Activated {
             install,
             first,

@@ -644,8 +644,16 @@ impl Serving {
                     .await
                     .map_err(|e| refused("failed", e.to_string()))?;
                 let knowledge = knowledge_of(&install, manifest);
+                // An agent's memory tools reach its own memory, whatever agent the model names.
+                let arguments = if tool.starts_with("memory.") {
+                    let mut own = arguments.clone();
+                    own["agent"] = Value::String(agent.id.clone());
+                    own
+                } else {
+                    arguments.clone()
+                };
                 self.services()
-                    .call_tool(&run.tenant, &run.app_slug, &knowledge, tool, arguments)
+                    .call_tool(&run.tenant, &run.app_slug, &knowledge, tool, &arguments)
                     .await
                     .map_err(|e| refused(&e.decision, e.message))
             }

@@ -329,6 +329,7 @@ pub(crate) fn knowledge_of(install: &Install, manifest: &atrium_manifest::Manife
     Knowledge {
         bindings: install.rag_bindings.clone(),
         slots,
+        agents: manifest.agents.iter().map(|a| a.id.clone()).collect(),
     }
 }
 

@@ -5,6 +5,8 @@
 use atrium_manifest::sandbox::{Decision, ToolRefusal};
 use atrium_runtime::ToolCallError;
 use atrium_store::{InstallKey, Record, Store, TenantKey};
+
+use crate::scopes::Risk;
 use serde_json::{Map, Value, json};
 
 /// A platform tool.
@@ -18,6 +20,10 @@ pub struct PlatformTool {
     pub description: &'static str,
     /// The JSON schema of its arguments, as the agent runner describes it to a model.
     pub parameters: &'static str,
+    /// How much a call exposes, in the scope catalogue's terms: at least the risk of each of
+    /// its scopes; a tool that changes data or spends money is not LOW. A heartbeat's
+    /// pre-filter runs only LOW-risk tools.
+    pub risk: Risk,
 }
 
 /// Every platform tool, by name.
@@ -27,54 +33,77 @@ pub const TOOLS: &[PlatformTool] = &[
         scopes: &[],
         description: "A chat completion through the host's gateway: the body of /v1/chat/completions (`messages`, and `tier`, `provider`, `model`, `contains_pii` and the OpenAI parameters), not streamed. Billed to the install's tenant, the app named in the usage record. Answers `{content, message, finish_reason, model, provider, usage: {prompt_tokens, completion_tokens, total_tokens, cost_usd}}`.",
         parameters: r#"{"type":"object","properties":{"messages":{"type":"array","items":{"type":"object"}},"tier":{"type":"string"},"provider":{"type":"string"},"model":{"type":"string"}},"required":["messages"]}"#,
+        risk: Risk::Medium,
     },
     PlatformTool {
         name: "knowledge.add",
         scopes: &["knowledge.write"],
         description: "Adds a document `{slot, title, text}` to the collection bound to a `read_write` knowledge slot. Answers `{document_id, chunks}`.",
         parameters: r#"{"type":"object","properties":{"slot":{"type":"string"},"title":{"type":"string"},"text":{"type":"string"}},"required":["slot","title","text"],"additionalProperties":false}"#,
+        risk: Risk::Medium,
     },
     PlatformTool {
         name: "knowledge.query",
         scopes: &["knowledge.read"],
         description: "Searches the collection bound to knowledge slot `slot` for `query` (`top_k` 1 to 50, default 5). Answers `{matches: [{text, title, score, document_id}]}`.",
         parameters: r#"{"type":"object","properties":{"slot":{"type":"string"},"query":{"type":"string"},"top_k":{"type":"integer","minimum":1,"maximum":50}},"required":["slot","query"],"additionalProperties":false}"#,
+        risk: Risk::Low,
+    },
+    PlatformTool {
+        name: "memory.query",
+        scopes: &["memory.read"],
+        description: "The memory entries of the app's agent `agent` (in the agent runner: the running agent), newest first: of `kind` when given, at most `limit` (1 to 100, default 20). Answers `{entries: [{id, kind, content, data, created_at}]}`.",
+        parameters: r#"{"type":"object","properties":{"agent":{"type":"string"},"kind":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":100}},"additionalProperties":false}"#,
+        risk: Risk::Low,
+    },
+    PlatformTool {
+        name: "memory.write",
+        scopes: &["memory.write"],
+        description: "Writes a memory entry `{kind, content, data?}` of the app's agent `agent` (in the agent runner: the running agent): `kind` 1 to 64 characters, `content` at most 8,000, `data` an object. Answers `{id}`.",
+        parameters: r#"{"type":"object","properties":{"agent":{"type":"string"},"kind":{"type":"string"},"content":{"type":"string"},"data":{"type":"object"}},"required":["kind","content"],"additionalProperties":false}"#,
+        risk: Risk::Medium,
     },
     PlatformTool {
         name: "rooms.messages",
         scopes: &["rooms.read"],
         description: "The timeline of room `room_id` that the app's agent `from_agent` is a member of, newest first: at most `limit` messages (1 to 100, default 20) stored before `before` (the `created_at` of a message, for the next page). Answers `{messages: [{id, seq, sender_type, sender_ref, sender_display, content, mentions, metadata, created_at}]}`.",
         parameters: r#"{"type":"object","properties":{"room_id":{"type":"string"},"from_agent":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":100},"before":{"type":"string"}},"required":["room_id","from_agent"],"additionalProperties":false}"#,
+        risk: Risk::Low,
     },
     PlatformTool {
         name: "records.delete",
         scopes: &[],
         description: "Deletes one of the app's records of this install by `id`.",
         parameters: r#"{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}"#,
+        risk: Risk::High,
     },
     PlatformTool {
         name: "records.get",
         scopes: &[],
         description: "One record by `id`, or null.",
         parameters: r#"{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}"#,
+        risk: Risk::Low,
     },
     PlatformTool {
         name: "records.put",
         scopes: &[],
         description: "Stores `record` (an object) as a record of `record_type`; its `id` is kept or generated. Answers `{id}`.",
         parameters: r#"{"type":"object","properties":{"record_type":{"type":"string"},"record":{"type":"object"}},"required":["record_type","record"],"additionalProperties":false}"#,
+        risk: Risk::Medium,
     },
     PlatformTool {
         name: "records.query",
         scopes: &[],
         description: "The records of `record_type` whose top-level fields equal every other argument, oldest first (at most 1,000).",
         parameters: r#"{"type":"object","properties":{"record_type":{"type":"string"}},"required":["record_type"],"additionalProperties":{"description":"a top-level field of the record and the value it must equal"}}"#,
+        risk: Risk::Low,
     },
     PlatformTool {
         name: "records.update",
         scopes: &[],
         description: "Merges `fields` into the record `id`. Answers `{ok: true}`.",
         parameters: r#"{"type":"object","properties":{"id":{"type":"string"},"fields":{"type":"object"}},"required":["id","fields"],"additionalProperties":false}"#,
+        risk: Risk::Medium,
     },
 ];
 
@@ -321,6 +350,8 @@ pub struct Knowledge {
     pub bindings: Map<String, Value>,
     /// The slots the install's manifest declares.
     pub slots: Vec<atrium_manifest::RagSlot>,
+    /// The agents the install's manifest declares (whose memory the `memory.*` tools reach).
+    pub agents: Vec<String>,
 }
 
 /// Runs a knowledge tool: the app names a slot, never a collection; the host resolves the
@@ -512,4 +543,125 @@ pub(crate) async fn chat(
             "cost_usd": cost as f64 / 1_000_000.0,
         },
     }))
+}
+
+/// The longest memory entry, in characters.
+pub const MAX_MEMORY_CONTENT_CHARS: usize = 8_000;
+/// The longest memory kind, in characters.
+pub const MAX_MEMORY_KIND_CHARS: usize = 64;
+
+/// Runs a memory tool for the install `install`, whose agents are `agents`: the entries of
+/// one of its own agents, never another app's or tenant's.
+pub(crate) async fn memory(
+    store: &Store,
+    install: &InstallKey,
+    agents: &[String],
+    tool: &str,
+    args: &Value,
+) -> Result<Value, ToolCallError> {
+    if !args.is_object() {
+        return Err(refuse(
+            tool,
+            Decision::InvalidArguments,
+            "the arguments must be a JSON object",
+        ));
+    }
+    let agent = string_arg(tool, args, "agent")?;
+    if !agents.iter().any(|a| a == agent) {
+        return Err(refuse(
+            tool,
+            Decision::UnknownAgent,
+            format!(
+                "`{agent}` is not an agent of this app ({})",
+                agents.join(", ")
+            ),
+        ));
+    }
+    let kind = match args.get("kind") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(k)) if !k.is_empty() && k.chars().count() <= MAX_MEMORY_KIND_CHARS => {
+            Some(k.as_str())
+        }
+        Some(_) => {
+            return Err(refuse(
+                tool,
+                Decision::InvalidArguments,
+                format!("`kind` must be a string of 1 to {MAX_MEMORY_KIND_CHARS} characters"),
+            ));
+        }
+    };
+    match tool {
+        "memory.write" => {
+            let Some(kind) = kind else {
+                return Err(refuse(
+                    tool,
+                    Decision::InvalidArguments,
+                    "`kind` is required",
+                ));
+            };
+            let content = match args.get("content") {
+                Some(Value::String(c)) if c.chars().count() <= MAX_MEMORY_CONTENT_CHARS => c,
+                _ => {
+                    return Err(refuse(
+                        tool,
+                        Decision::InvalidArguments,
+                        format!(
+                            "`content` must be a string of at most {MAX_MEMORY_CONTENT_CHARS} characters"
+                        ),
+                    ));
+                }
+            };
+            let data = match args.get("data") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(d)) => d.clone(),
+                Some(_) => {
+                    return Err(refuse(
+                        tool,
+                        Decision::InvalidArguments,
+                        "`data` must be a JSON object",
+                    ));
+                }
+            };
+            let entry = store
+                .put_memory(install, agent, kind, content, &data)
+                .await
+                .map_err(|e| failed(tool, &e))?;
+            Ok(json!({"id": entry.id}))
+        }
+        "memory.query" => {
+            let limit = match args.get("limit") {
+                None | Some(Value::Null) => 20,
+                Some(v) => v
+                    .as_i64()
+                    .filter(|n| (1..=100).contains(n))
+                    .ok_or_else(|| {
+                        refuse(
+                            tool,
+                            Decision::InvalidArguments,
+                            "`limit` must be a whole number from 1 to 100",
+                        )
+                    })?,
+            };
+            let entries = store
+                .memories(install, agent, kind, limit)
+                .await
+                .map_err(|e| failed(tool, &e))?;
+            let entries: Vec<Value> = entries
+                .into_iter()
+                .map(|m| {
+                    json!({
+                        "id": m.id, "kind": m.kind, "content": m.content, "data": m.data,
+                        "created_at": jiff::Timestamp::from_millisecond(m.created_at)
+                            .map(|t| t.to_string()).unwrap_or_default(),
+                    })
+                })
+                .collect();
+            Ok(json!({"entries": entries}))
+        }
+        other => Err(refuse(
+            other,
+            Decision::UnknownTool,
+            format!("the platform has no tool `{other}`"),
+        )),
+    }
 }

@@ -8,6 +8,7 @@ mod commitments;
 mod conversations;
 mod dev;
 mod grants;
+mod heartbeats;
 mod installs;
 mod llm_settings;
 mod mcp;
@@ -39,6 +40,7 @@ pub fn router() -> Router<HostState> {
         .merge(grants::router())
         .merge(wires::router())
         .merge(rooms::router())
+        .merge(heartbeats::router())
         .merge(tenant_settings::router())
         .merge(audit::router())
         .merge(routes::router())

@@ -85,11 +85,16 @@ pub async fn put_settings(
         check_time_zone(zone)?;
     }
     let tenant = admin.key();
+    let before = state.store.tenant_settings(&tenant).await?;
     let settings = atrium_store::TenantSettings {
         room_member_limit: body.room_member_limit,
         time_zone: body.time_zone,
     };
     state.store.set_tenant_settings(&tenant, &settings).await?;
+    if before.time_zone != settings.time_zone {
+        // Heartbeats at wall-clock times of the tenant's zone are due at other instants now.
+        state.store.reschedule_heartbeats(&tenant).await?;
+    }
     Ok(Json(view(&state, &tenant).await?))
 }
 
