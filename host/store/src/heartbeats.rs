@@ -91,6 +91,9 @@ pub struct HeartbeatClaim<'a> {
     pub trigger: &'a str,
     /// The host claiming it.
     pub host: &'a str,
+    /// When, by the claiming scheduler's clock (ms): the run's start, its row's last run, and
+    /// what its lost-after time counts from.
+    pub at: i64,
     /// For a scheduled run: the row must still hold `next_run_at` = `.0` (none: not computed),
     /// and it moves to `.1`.
     pub advance: Option<(Option<i64>, i64)>,
@@ -338,7 +341,7 @@ impl Store {
             agent,
             slug,
         } = claim.heartbeat;
-        let now = now_millis();
+        let now = claim.at;
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let inserted = sqlx::query(

@@ -337,6 +337,7 @@ impl Scheduler {
                     due_at,
                     trigger: trigger.as_str(),
                     host: &self.host,
+                    at: now.as_millisecond(),
                     advance: Some((Some(due_at), next)),
                 })
                 .await?;
@@ -350,7 +351,7 @@ impl Scheduler {
             let this = self.clone();
             async move {
                 let _permit = this.permits.clone().acquire_owned().await;
-                run::run(&this.serving, &row, &manifest, due_at, trigger).await
+                run::run(&this.serving, &row, &manifest, (due_at, now), trigger).await
             }
         });
         report.runs = futures::future::join_all(runs).await;

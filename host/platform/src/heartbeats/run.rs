@@ -112,18 +112,19 @@ impl From<String> for Failure {
     }
 }
 
-/// Runs the claimed run `due_at` of `due`'s heartbeat and records its end.
+/// Runs the claimed run `due_at` of `due`'s heartbeat at `now` (the clock of the tick that
+/// claimed it) and records its end.
 pub(super) async fn run(
     serving: &Serving,
     due: &DueHeartbeat,
     manifest: &Manifest,
-    due_at: i64,
+    (due_at, now): (i64, jiff::Timestamp),
     trigger: Trigger,
 ) -> RunSummary {
     let agent = &due.row.agent;
     let slug = &due.row.slug;
     let attempt = match find(manifest, agent, slug) {
-        Some(heartbeat) => attempt(serving, &due.install, agent, heartbeat).await,
+        Some(heartbeat) => attempt(serving, &due.install, agent, heartbeat, now).await,
         None => Err(Failure::from(format!(
             "the installed version no longer declares heartbeat `{slug}` of agent `{agent}`"
         ))),
@@ -319,6 +320,7 @@ async fn attempt(
     key: &InstallKey,
     agent: &str,
     heartbeat: &Heartbeat,
+    now: jiff::Timestamp,
 ) -> Result<Attempt, Failure> {
     let store = serving.registry().store();
     let install = store
@@ -431,7 +433,7 @@ async fn attempt(
             .await;
     cost += inferred.cost_micros;
     if escalate {
-        let at = jiff::Timestamp::now().as_millisecond() + reply::ESCALATION_DELAY_SECONDS * 1000;
+        let at = now.as_millisecond() + reply::ESCALATION_DELAY_SECONDS * 1000;
         match store.hasten_vision(&install.key(), agent, at).await {
             Ok(true) => {}
             Ok(false) => {
@@ -516,7 +518,8 @@ pub(super) async fn run_now(
         agent: &due.row.agent,
         slug: &due.row.slug,
     };
-    let mut due_at = jiff::Timestamp::now().as_millisecond();
+    let now = jiff::Timestamp::now();
+    let mut due_at = now.as_millisecond();
     // Two run-nows in one millisecond: the second takes the next free one.
     for _ in 0..100 {
         let claimed = store
@@ -525,12 +528,13 @@ pub(super) async fn run_now(
                 due_at,
                 trigger: Trigger::RunNow.as_str(),
                 host: scheduler.host(),
+                at: due_at,
                 advance: None,
             })
             .await
             .map_err(|e| RunNowError::Serve(e.into()))?;
         if claimed {
-            return Ok(run(serving, &due, &manifest, due_at, Trigger::RunNow).await);
+            return Ok(run(serving, &due, &manifest, (due_at, now), Trigger::RunNow).await);
         }
         due_at += 1;
     }

@@ -12,6 +12,7 @@ mod commitments;
 mod conversations;
 mod events;
 mod grants;
+mod heartbeats;
 mod hooks;
 mod installs;
 mod preflight;
@@ -52,6 +53,9 @@ pub(super) struct Host {
     pub(super) fakes: atrium_fake_llm::FakeLlm,
     /// What the host serves apps with (its room hub, for the rooms tests).
     pub(super) serving: atrium_platform::serving::Serving,
+    /// The host's heartbeat scheduler; its job ticks once an hour, so the tests tick it with
+    /// the clock they choose.
+    pub(super) scheduler: atrium_platform::heartbeats::Scheduler,
 }
 
 impl std::ops::Deref for Host {
@@ -103,10 +107,16 @@ impl Host {
         let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_retrieval(retrieval)
             .with_registry(registry, identity)
-            .with_rooms(rooms);
+            .with_rooms(rooms)
+            .with_heartbeats(atrium_platform::heartbeats::HeartbeatsConfig {
+                tick: Duration::from_secs(3600),
+                ..atrium_platform::heartbeats::HeartbeatsConfig::default()
+            });
         let serving = state.serving.clone().unwrap();
+        let scheduler = state.scheduler.clone().unwrap();
         Host {
             serving,
+            scheduler,
             http: crate::host::Host::start(state).await,
             store: store.clone(),
             data,
