@@ -505,7 +505,10 @@ impl Job for Heartbeats {
     async fn run(self: Box<Self>, mut stop: Stop) -> Result<(), JobError> {
         let scheduler = self.0;
         let mut ticks = tokio::task::JoinSet::new();
-        let mut interval = tokio::time::interval(scheduler.config.tick);
+        // The first tick one period after the start, so that a host that only starts does
+        // not scan at once.
+        let period = scheduler.config.tick;
+        let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

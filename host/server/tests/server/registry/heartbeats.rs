@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 
 use super::{Body, Host, open_registry, slug};
 use crate::host::code;
-use crate::{stores, unique};
+use crate::unique;
+use atrium_store::Store;
 
 const AGENTS: &str = r#"agents:
   - id: lead
@@ -155,6 +156,54 @@ fn user_texts(request: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The stores of a test that ticks: SQLite in a temporary directory and, with
+/// `ATRIUM_TEST_DATABASE_URL`, a PostgreSQL database of the test's own on that server (created
+/// afresh), with its URL. A tick scans every tenant's rows, as it should: a test that ticks
+/// must not share its database with another test's heartbeats.
+async fn own_stores(name: &str) -> Vec<(Store, Option<tempfile::TempDir>, Option<String>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut stores = vec![(
+        Store::open_sqlite(dir.path()).await.unwrap(),
+        Some(dir),
+        None,
+    )];
+    if let Ok(url) = std::env::var("ATRIUM_TEST_DATABASE_URL") {
+        let (server, rest) = url.rsplit_once('/').unwrap();
+        let (db, query) = rest.split_once('?').map_or((rest, ""), |(d, q)| (d, q));
+        let own = format!("{db}_{name}");
+        let admin: sqlx::PgPool = sqlx::PgPool::connect(&url).await.unwrap();
+        sqlx::query(&format!("DROP DATABASE IF EXISTS \"{own}\" WITH (FORCE)"))
+            .execute(&admin)
+            .await
+            .unwrap();
+        // Two tests creating databases at once can meet on the template: try again.
+        for attempt in 0.. {
+            match sqlx::query(&format!("CREATE DATABASE \"{own}\""))
+                .execute(&admin)
+                .await
+            {
+                Ok(_) => break,
+                Err(e) if attempt < 20 => {
+                    eprintln!("CREATE DATABASE {own}: {e}; again");
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("CREATE DATABASE {own}: {e}"),
+            }
+        }
+        let own_url = if query.is_empty() {
+            format!("{server}/{own}")
+        } else {
+            format!("{server}/{own}?{query}")
+        };
+        stores.push((
+            Store::open_url(&own_url).await.unwrap(),
+            None,
+            Some(own_url),
+        ));
+    }
+    stores
+}
+
 /// Stores invoice `id` with `status` as the app's record (`records.put`).
 async fn set_invoice(host: &Host, app: &str, token: &str, id: &str, status: &str) -> Value {
     host.probe(
@@ -172,7 +221,7 @@ async fn tick(scheduler: &Scheduler, now: Timestamp) -> TickReport {
 #[tokio::test]
 async fn heartbeats_and_visions_run_by_the_rules() {
     let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
-    for (store, _dir) in stores().await {
+    for (store, _dir, _) in own_stores("heartbeat_rules").await {
         let host = Host::start(&store).await;
         let (_, dev) = host.sign_up("ada", true).await;
         let (app, emitter) = (slug("beats"), slug("emitter"));
@@ -292,6 +341,8 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         // in its dedicated thread; the reply is kept, remembered, and a commitment inferred.
         let put = set_invoice(&host, &app, &admin, "inv-7", "overdue").await;
         assert_eq!(put["ok"]["id"], "inv-7", "{put}");
+        // (It may have run, idle, at one of the ticks above: its next run now.)
+        let overdue_at = next_run(&host, &user, &app, "overdue").await;
         model.script([
             Reply::text("Invoice inv-7 is overdue. I will call the payer by Friday."),
             Reply::text(
@@ -457,14 +508,16 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         for token in [&other_tenant, &other_org] {
             let (status, body) = run_now(token.clone()).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-            let (status, _) = host
-                .post(
-                    &format!("/api/admin/data-feeds/{feed}/enable"),
-                    token,
-                    Body::None,
-                )
-                .await;
-            assert_eq!(status, StatusCode::NOT_FOUND);
+            for action in ["enable", "disable"] {
+                let (status, _) = host
+                    .post(
+                        &format!("/api/admin/data-feeds/{feed}/{action}"),
+                        token,
+                        Body::None,
+                    )
+                    .await;
+                assert_eq!(status, StatusCode::NOT_FOUND, "{action}");
+            }
         }
         let (status, body) = host
             .post(
@@ -551,13 +604,12 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         for outcome in ["ok", "suppressed", "idle", "failed"] {
             assert!(outcomes.contains(&outcome), "{outcomes:?}");
         }
-        let (status, _) = host
-            .get(
-                &format!("/api/installs/{app}/heartbeat-runs"),
-                &other_tenant,
-            )
-            .await;
-        assert_eq!(status, StatusCode::NOT_FOUND);
+        for token in [&other_tenant, &other_org] {
+            let (status, _) = host
+                .get(&format!("/api/installs/{app}/heartbeat-runs"), token)
+                .await;
+            assert_eq!(status, StatusCode::NOT_FOUND);
+        }
 
         // Visions: re-activation with a project creates one per agent that declares one.
         let (status, body) = host
@@ -583,10 +635,16 @@ async fn heartbeats_and_visions_run_by_the_rules() {
             assert_eq!(theirs["visions"], json!([]), "{theirs}");
             let (status, _) = host.get(&format!("/api/visions/{lead}"), token).await;
             assert_eq!(status, StatusCode::NOT_FOUND);
-            let (status, _) = host
-                .post(&format!("/api/visions/{lead}/approve"), token, Body::None)
-                .await;
-            assert_eq!(status, StatusCode::NOT_FOUND);
+            for decision in ["approve", "reject"] {
+                let (status, _) = host
+                    .post(
+                        &format!("/api/visions/{lead}/{decision}"),
+                        token,
+                        Body::None,
+                    )
+                    .await;
+                assert_eq!(status, StatusCode::NOT_FOUND, "{decision}");
+            }
         }
         let vision = |id: String| {
             let (host, user) = (&host, &user);
@@ -809,7 +867,7 @@ async fn heartbeats_and_visions_run_by_the_rules() {
 #[tokio::test]
 async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuck() {
     let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
-    for (store, dir) in stores().await {
+    for (store, dir, url) in own_stores("heartbeat_claims").await {
         let host = Host::start(&store).await;
         let (_, dev) = host.sign_up("ada", true).await;
         let (app, emitter) = (slug("claims"), slug("emitter"));
@@ -823,14 +881,35 @@ async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuc
             host.activate(&app, &admin, SCOPES).await;
             tenants.push((tenant, admin));
         }
+        // Memory is per (tenant, install, agent): one tenant's entries are not another's,
+        // and an agent the app does not declare is refused.
+        let remember = json!({"op": "tool", "name": "memory.write", "args": {"agent": "lead", "kind": "note", "content": "shop0 only"}});
+        let written = host.probe(&app, &tenants[0].1, remember).await;
+        assert!(
+            written["ok"]["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("mem_")),
+            "{written}"
+        );
+        let recall = |agent: &str| json!({"op": "tool", "name": "memory.query", "args": {"agent": agent, "kind": "note"}});
+        let mine = host.probe(&app, &tenants[0].1, recall("lead")).await;
+        assert_eq!(mine["ok"]["entries"][0]["content"], "shop0 only", "{mine}");
+        let theirs = host.probe(&app, &tenants[1].1, recall("lead")).await;
+        assert_eq!(theirs["ok"]["entries"], json!([]), "{theirs}");
+        let helper = host.probe(&app, &tenants[0].1, recall("helper")).await;
+        assert_eq!(helper["ok"]["entries"], json!([]), "{helper}");
+        let stranger = host.probe(&app, &tenants[0].1, recall("stranger")).await;
+        assert_eq!(stranger["err"]["decision"], "unknown_agent", "{stranger}");
+
         // Three hosts: each its own registry, runtime and scheduler, one database.
         let mut schedulers = Vec::new();
         let mut stores_held = Vec::new();
         for i in 0..3 {
-            let store = if i == 0 {
-                store.clone()
-            } else {
-                crate::reopen(&store, dir.as_ref()).await
+            let store = match (i, &dir, &url) {
+                (0, _, _) => store.clone(),
+                (_, Some(dir), _) => Store::open_sqlite(dir.path()).await.unwrap(),
+                (_, None, Some(url)) => Store::open_url(url).await.unwrap(),
+                (_, None, None) => unreachable!("a store is SQLite or PostgreSQL"),
             };
             let registry = open_registry(
                 &store,
