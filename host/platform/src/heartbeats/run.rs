@@ -519,9 +519,8 @@ pub(super) async fn run_now(
         slug: &due.row.slug,
     };
     let now = jiff::Timestamp::now();
-    let mut due_at = now.as_millisecond();
     // Two run-nows in one millisecond: the second takes the next free one.
-    for _ in 0..100 {
+    for due_at in (now.as_millisecond()..).take(100) {
         let claimed = store
             .claim_heartbeat_run(HeartbeatClaim {
                 heartbeat,
@@ -536,7 +535,6 @@ pub(super) async fn run_now(
         if claimed {
             return Ok(run(serving, &due, &manifest, (due_at, now), Trigger::RunNow).await);
         }
-        due_at += 1;
     }
     Err(RunNowError::Conflict {
         code: "heartbeat_busy",

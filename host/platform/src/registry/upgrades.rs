@@ -441,7 +441,7 @@ impl Registry {
                 version,
                 &manifest.required_scopes,
                 &settings,
-                &crate::heartbeats::declared(&install.key(), &manifest),
+                &crate::heartbeats::declared(&install.key(), manifest),
             )
             .await?;
         Ok(outcome)

@@ -5,17 +5,15 @@
 //! the dedicated thread, the isolated call and the main conversation, memory and commitment
 //! inference, failures counted to disabling, run-now and re-enabling, the wake by an event,
 //! the vision loop with approval and both budgets, and every endpoint tried from another
-//! tenant and another organization. A second test claims with three hosts on one database.
+//! tenant and another organization. Claims by several hosts: `heartbeat_claims`.
 
 use atrium_fake_llm::Reply;
-use atrium_platform::heartbeats::{HeartbeatsConfig, Scheduler, TickReport};
-use atrium_platform::sealing::SecretsKey;
-use atrium_platform::serving::Serving;
+use atrium_platform::heartbeats::{Scheduler, TickReport};
 use jiff::{SignedDuration, Timestamp};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Body, Host, open_registry, slug};
+use super::{Body, Host, slug};
 use crate::host::code;
 use crate::unique;
 use atrium_store::Store;
@@ -81,7 +79,7 @@ install_settings:
 "#;
 
 /// The scopes the app asks for.
-const SCOPES: &[&str] = &[
+pub(super) const SCOPES: &[&str] = &[
     "tasks.read",
     "tasks.write",
     "memory.read",
@@ -90,7 +88,7 @@ const SCOPES: &[&str] = &[
 ];
 
 /// The probe with the agents above, subscribed to `emitter`'s `probe_event` to wake `ping`.
-fn manifest(app: &str, emitter: &str) -> String {
+pub(super) fn manifest(app: &str, emitter: &str) -> String {
     let probe = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST).unwrap();
     let head = &probe[..probe.find("agents:").unwrap()];
     let routes = &probe[probe.find("http_routes:").unwrap()..];
@@ -106,16 +104,16 @@ fn manifest(app: &str, emitter: &str) -> String {
     )
 }
 
-fn at(text: &str) -> Timestamp {
+pub(super) fn at(text: &str) -> Timestamp {
     text.parse().unwrap()
 }
 
-fn minutes(n: i64) -> SignedDuration {
+pub(super) fn minutes(n: i64) -> SignedDuration {
     SignedDuration::from_mins(n)
 }
 
 /// The install's heartbeat rows, by slug.
-async fn rows(host: &Host, token: &str, app: &str) -> Vec<Value> {
+pub(super) async fn rows(host: &Host, token: &str, app: &str) -> Vec<Value> {
     let (status, body) = host
         .get(&format!("/api/installs/{app}/heartbeats"), token)
         .await;
@@ -160,7 +158,9 @@ fn user_texts(request: &Value) -> Vec<String> {
 /// `ATRIUM_TEST_DATABASE_URL`, a PostgreSQL database of the test's own on that server (created
 /// afresh), with its URL. A tick scans every tenant's rows, as it should: a test that ticks
 /// must not share its database with another test's heartbeats.
-async fn own_stores(name: &str) -> Vec<(Store, Option<tempfile::TempDir>, Option<String>)> {
+pub(super) async fn own_stores(
+    name: &str,
+) -> Vec<(Store, Option<tempfile::TempDir>, Option<String>)> {
     let dir = tempfile::tempdir().unwrap();
     let mut stores = vec![(
         Store::open_sqlite(dir.path()).await.unwrap(),
@@ -860,190 +860,6 @@ async fn heartbeats_and_visions_run_by_the_rules() {
             (StatusCode::CONFLICT, "heartbeat_retired")
         );
         assert_eq!(row(&host, &user, &app, "overdue").await["state"], "active");
-        host.stop().await;
-    }
-}
-
-#[tokio::test]
-async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuck() {
-    let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
-    for (store, dir, url) in own_stores("heartbeat_claims").await {
-        let host = Host::start(&store).await;
-        let (_, dev) = host.sign_up("ada", true).await;
-        let (app, emitter) = (slug("claims"), slug("emitter"));
-        host.publish(&app, &dev, &manifest(&app, &emitter), &component)
-            .await;
-        let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
-        let mut tenants = Vec::new();
-        for t in 0..4 {
-            let tenant = format!("shop{t}");
-            let admin = host.tenant_token(&acme.secret, &tenant, "admin").await;
-            host.activate(&app, &admin, SCOPES).await;
-            tenants.push((tenant, admin));
-        }
-        // Memory is per (tenant, install, agent): one tenant's entries are not another's,
-        // and an agent the app does not declare is refused.
-        let remember = json!({"op": "tool", "name": "memory.write", "args": {"agent": "lead", "kind": "note", "content": "shop0 only"}});
-        let written = host.probe(&app, &tenants[0].1, remember).await;
-        assert!(
-            written["ok"]["id"]
-                .as_str()
-                .is_some_and(|id| id.starts_with("mem_")),
-            "{written}"
-        );
-        let recall = |agent: &str| json!({"op": "tool", "name": "memory.query", "args": {"agent": agent, "kind": "note"}});
-        let mine = host.probe(&app, &tenants[0].1, recall("lead")).await;
-        assert_eq!(mine["ok"]["entries"][0]["content"], "shop0 only", "{mine}");
-        let theirs = host.probe(&app, &tenants[1].1, recall("lead")).await;
-        assert_eq!(theirs["ok"]["entries"], json!([]), "{theirs}");
-        let helper = host.probe(&app, &tenants[0].1, recall("helper")).await;
-        assert_eq!(helper["ok"]["entries"], json!([]), "{helper}");
-        let stranger = host.probe(&app, &tenants[0].1, recall("stranger")).await;
-        assert_eq!(stranger["err"]["decision"], "unknown_agent", "{stranger}");
-
-        // Three hosts: each its own registry, runtime and scheduler, one database.
-        let mut schedulers = Vec::new();
-        let mut stores_held = Vec::new();
-        for i in 0..3 {
-            let store = match (i, &dir, &url) {
-                (0, _, _) => store.clone(),
-                (_, Some(dir), _) => Store::open_sqlite(dir.path()).await.unwrap(),
-                (_, None, Some(url)) => Store::open_url(url).await.unwrap(),
-                (_, None, None) => unreachable!("a store is SQLite or PostgreSQL"),
-            };
-            let registry = open_registry(
-                &store,
-                host.data(),
-                SecretsKey::load_or_create(host.data(), None).unwrap(),
-            );
-            let services = atrium_platform::services::Services::new(
-                atrium_platform::services::ServicesConfig {
-                    registry,
-                    retrieval: None,
-                    gateway: None,
-                    metering: None,
-                },
-            );
-            let config = HeartbeatsConfig {
-                lost_after: std::time::Duration::from_secs(60),
-                ..HeartbeatsConfig::default()
-            };
-            schedulers.push(Scheduler::new(
-                Serving::new(services, 8),
-                config,
-                format!("host-{i}"),
-            ));
-            stores_held.push(store);
-        }
-        // All three tick the same instants of a day; every due run of every tenant's
-        // heartbeats (idle or failing: no model here) is claimed by exactly one of them.
-        let start = at("2031-06-02T08:00:00Z");
-        let mut total = 0;
-        let mut idle_runs = 0;
-        for step in 0..=24 {
-            let now = start + minutes(5 * step);
-            let (a, b, c) = tokio::join!(
-                schedulers[0].tick(now),
-                schedulers[1].tick(now),
-                schedulers[2].tick(now),
-            );
-            for report in [a.unwrap(), b.unwrap(), c.unwrap()] {
-                let ours: Vec<_> = report
-                    .runs
-                    .iter()
-                    .filter(|r| r.install.app_slug == app)
-                    .collect();
-                total += ours.len();
-                idle_runs += ours.iter().filter(|r| r.slug == "daytime").count();
-            }
-        }
-        let mut recorded = 0;
-        for (tenant, _) in &tenants {
-            let runs = store
-                .heartbeat_runs(
-                    &atrium_store::InstallKey::new(&acme.org_id, tenant, &app),
-                    1000,
-                )
-                .await
-                .unwrap();
-            let mut keys: Vec<_> = runs.iter().map(|r| (r.slug.clone(), r.due_at)).collect();
-            let before = keys.len();
-            keys.sort();
-            keys.dedup();
-            assert_eq!(keys.len(), before, "a duplicate run: {runs:?}");
-            assert!(runs.iter().all(|r| r.outcome != "running"), "{runs:?}");
-            recorded += before;
-        }
-        assert_eq!(total, recorded, "every claimed run is recorded once");
-        // `daytime` (every 5 minutes from 09:00 to 17:00 UTC, 15 minutes cooldown) ran for
-        // each tenant at 09:00, 09:15, 09:30, 09:45 and 10:00.
-        assert_eq!(idle_runs, 4 * 5, "total {total}");
-
-        // A host that dies mid-run: its claim stays `running`; the row has already moved on,
-        // so the next due run is claimed by another host, and once the lost-after time has
-        // passed the dead run is marked lost and counted as a failure, once.
-        let (tenant, admin) = &tenants[0];
-        let key = atrium_store::InstallKey::new(&acme.org_id, tenant, &app);
-        let stored = store.heartbeat_rows(&key).await.unwrap();
-        let overdue = stored.iter().find(|r| r.slug == "overdue").unwrap();
-        let due = overdue.next_run_at.unwrap();
-        let claimed = store
-            .claim_heartbeat_run(atrium_store::HeartbeatClaim {
-                heartbeat: atrium_store::HeartbeatRef {
-                    install: &key,
-                    agent: "lead",
-                    slug: "overdue",
-                },
-                due_at: due,
-                trigger: "schedule",
-                host: "doomed-host",
-                at: due,
-                advance: Some((Some(due), due + 3_600_000)),
-            })
-            .await
-            .unwrap();
-        assert!(claimed);
-        let later = Timestamp::from_millisecond(due + 3_600_000).unwrap();
-        let overdue_row = || async {
-            rows(&host, admin, &app)
-                .await
-                .into_iter()
-                .find(|r| r["slug"] == "overdue")
-                .unwrap()
-        };
-        // A minute before its next run, the dead host's run is past the lost-after time
-        // (a minute here): marked lost once, whichever hosts tick, and counted as a failure.
-        let before = later - minutes(1);
-        let (a, b, c) = tokio::join!(
-            schedulers[0].tick(before),
-            schedulers[1].tick(before),
-            schedulers[2].tick(before),
-        );
-        assert_eq!(a.unwrap().reaped + b.unwrap().reaped + c.unwrap().reaped, 1);
-        let runs = store.heartbeat_runs(&key, 1000).await.unwrap();
-        let lost = runs.iter().find(|r| r.host == "doomed-host").unwrap();
-        assert_eq!(lost.outcome, "lost", "{lost:?}");
-        let overdue = overdue_row().await;
-        assert_eq!(overdue["consecutive_failures"], 1, "{overdue}");
-        assert!(
-            overdue["last_error"]
-                .as_str()
-                .is_some_and(|e| e.contains("doomed-host")),
-            "{overdue}"
-        );
-        // Its next run is not stuck: another host claims it, and the success resets the count.
-        let report = schedulers[1].tick(later).await.unwrap();
-        assert!(
-            report
-                .runs
-                .iter()
-                .any(|r| r.install == key && r.slug == "overdue"),
-            "{report:?}"
-        );
-        let overdue = overdue_row().await;
-        assert_eq!(overdue["consecutive_failures"], 0, "{overdue}");
-        assert_eq!(overdue["state"], "active", "{overdue}");
-        drop(stores_held);
         host.stop().await;
     }
 }

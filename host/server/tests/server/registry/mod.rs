@@ -12,6 +12,7 @@ mod commitments;
 mod conversations;
 mod events;
 mod grants;
+mod heartbeat_claims;
 mod heartbeats;
 mod hooks;
 mod installs;
