@@ -1,7 +1,7 @@
 //! The heartbeat scheduler measured on a running host: `atrium serve` runs as its own process
 //! (SQLite in a temporary directory), ticking every second (`ATRIUM_HEARTBEAT_TICK_MS=1000`).
 //!
-//! `cargo bench -p atrium-cli --bench heartbeats` (release). Setup: the probe component with
+//! `cargo bench --workspace --profile dev --bench heartbeats` (or the release profile). Setup: the probe component with
 //! five heartbeats on its `lead` agent (`_internal_app_records`, every 30 days, so none comes
 //! due by itself during the bench), installed for `ATRIUM_BENCH_TENANTS` tenants (default
 //! 2,000): 10,000 active heartbeat rows. The host's first tick computes their next runs; the
@@ -10,7 +10,8 @@
 //! 1. **tick, nothing due**: what a tick does when nothing is due, timed on the same database
 //!    file from the bench process (`ATRIUM_BENCH_RUNS` times, default 200): the three queries
 //!    of a tick (runs past their lost-after time, due rows, due visions).
-//! 2. **RSS, nothing due**: the host's resident memory after 10 idle ticks.
+//! 2. **RSS, nothing due**: the host's resident memory after 10 idle ticks, and before the
+//!    installs (the host with its embedders, runtime and the one app, no heartbeat row).
 //! 3. **1,000 due at once**: 1,000 rows (200 tenants' five) woken at once, as an event's
 //!    `target_heartbeat` wakes them; the time until the host's ticks have claimed and run all
 //!    of them (each an idle run: the pre-filter finds nothing, no model call), and a check
@@ -80,6 +81,9 @@ fn main() {
         let (dev, org) = publish::developer_and_org(data.path()).await;
         let app = "bench-beats";
         publish::publish_manifest(&client, &base, &dev, app, "1.0.0", &manifest(app)).await;
+        // The host's memory before any heartbeat row (the embedders, the runtime, one app).
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let (baseline, _) = host.rss();
         let started = Instant::now();
         let installs = futures::stream::iter(0..tenants)
             .map(|i| {
@@ -162,9 +166,10 @@ fn main() {
         tokio::time::sleep(Duration::from_secs(10)).await;
         let (rss, peak) = host.rss();
         println!(
-            "host RSS, nothing due ({rows} rows): {:.1} MiB (peak {:.1} MiB)",
+            "host RSS, nothing due ({rows} rows): {:.1} MiB (peak {:.1} MiB); before the installs {:.1} MiB",
             rss as f64 / 1024.0,
-            peak as f64 / 1024.0
+            peak as f64 / 1024.0,
+            baseline as f64 / 1024.0
         );
 
         // 3. 1,000 due at once: woken, drained by the host's ticks.
