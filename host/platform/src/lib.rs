@@ -48,3 +48,28 @@ pub mod services;
 pub mod serving;
 pub mod visions;
 pub mod wires;
+
+/// The whole number that variable `name` of `vars` (the environment, as pairs) sets, if any,
+/// within `range`; a value that is not one, or out of range, is an error naming the variable.
+pub fn env_number(
+    vars: &[(String, String)],
+    name: &str,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Option<u64>, String> {
+    vars.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| {
+            let v = v.trim();
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| range.contains(n))
+                .ok_or_else(|| {
+                    format!(
+                        "{name} must be a whole number from {} to {}, got `{v}`",
+                        range.start(),
+                        range.end()
+                    )
+                })
+        })
+        .transpose()
+}

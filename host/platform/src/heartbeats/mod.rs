@@ -72,24 +72,7 @@ impl HeartbeatsConfig {
     /// `ATRIUM_VISION_CYCLE_PAUSE_MS` (0 to 604,800,000). A value out of range is an error
     /// naming the variable.
     pub fn from_env(vars: &[(String, String)]) -> Result<HeartbeatsConfig, String> {
-        let number = |name: &str, range: std::ops::RangeInclusive<u64>| {
-            vars.iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| {
-                    let v = v.trim();
-                    v.parse::<u64>()
-                        .ok()
-                        .filter(|n| range.contains(n))
-                        .ok_or_else(|| {
-                            format!(
-                                "{name} must be a whole number from {} to {}, got `{v}`",
-                                range.start(),
-                                range.end()
-                            )
-                        })
-                })
-                .transpose()
-        };
+        let number = |name: &str, range| crate::env_number(vars, name, range);
         let mut config = HeartbeatsConfig::default();
         if let Some(ms) = number("ATRIUM_HEARTBEAT_TICK_MS", 100..=3_600_000)? {
             config.tick = Duration::from_millis(ms);
@@ -559,5 +542,64 @@ pub fn describe(schedule: &HeartbeatSchedule) -> String {
             format!("weekly on {day} at {time_of_day}")
         }
         HeartbeatSchedule::Cron { cron_expression } => format!("cron `{cron_expression}`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_environment_configures_the_scheduler_and_names_a_bad_variable() {
+        let config = HeartbeatsConfig::from_env(&vars(&[
+            ("ATRIUM_HEARTBEAT_TICK_MS", "250"),
+            ("ATRIUM_HEARTBEAT_LOST_AFTER_MS", "60000"),
+            ("ATRIUM_HEARTBEAT_CONCURRENCY", "4"),
+            ("ATRIUM_VISION_CYCLE_PAUSE_MS", "0"),
+        ]))
+        .unwrap();
+        assert_eq!(config.tick, Duration::from_millis(250));
+        assert_eq!(config.lost_after, Duration::from_secs(60));
+        assert_eq!(config.concurrent_runs, 4);
+        assert_eq!(config.vision_cycle_pause, Duration::ZERO);
+        let defaults = HeartbeatsConfig::from_env(&[]).unwrap();
+        assert_eq!(defaults.tick, DEFAULT_TICK);
+        for (name, value) in [
+            ("ATRIUM_HEARTBEAT_TICK_MS", "10"),
+            ("ATRIUM_HEARTBEAT_LOST_AFTER_MS", "soon"),
+            ("ATRIUM_HEARTBEAT_CONCURRENCY", "0"),
+        ] {
+            let e = HeartbeatsConfig::from_env(&vars(&[(name, value)])).unwrap_err();
+            assert!(e.contains(name), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_feed_id_is_stable_and_names_one_heartbeat() {
+        let install = InstallKey::new("org_1", "shop", "desk");
+        let id = feed_id(&install, "lead", "overdue");
+        assert_eq!(id, feed_id(&install, "lead", "overdue"));
+        assert!(id.starts_with("hb_") && id.len() == 23, "{id}");
+        assert_ne!(id, feed_id(&install, "lead", "nightly"));
+        assert_ne!(
+            id,
+            feed_id(
+                &InstallKey::new("org_1", "kiosk", "desk"),
+                "lead",
+                "overdue"
+            )
+        );
+        // The parts are separated: moving a character between them changes the id.
+        assert_ne!(
+            feed_id(&InstallKey::new("org_1", "shop", "desk"), "lea", "doverdue"),
+            id
+        );
     }
 }

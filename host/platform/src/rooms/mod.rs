@@ -61,23 +61,7 @@ impl RoomsConfig {
     /// `1`); an error names the variable.
     pub fn from_env(vars: &[(String, String)]) -> Result<RoomsConfig, String> {
         let var = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim());
-        let number =
-            |name: &str, range: std::ops::RangeInclusive<u64>| -> Result<Option<u64>, String> {
-                var(name)
-                    .map(|v| {
-                        v.parse::<u64>()
-                            .ok()
-                            .filter(|n| range.contains(n))
-                            .ok_or_else(|| {
-                                format!(
-                                    "{name} must be a whole number from {} to {}, got `{v}`",
-                                    range.start(),
-                                    range.end()
-                                )
-                            })
-                    })
-                    .transpose()
-            };
+        let number = |name: &str, range| crate::env_number(vars, name, range);
         let mut config = RoomsConfig::default();
         if let Some(ms) = number("ATRIUM_ROOM_KEEPALIVE_MS", 100..=3_600_000)? {
             config.keepalive = Duration::from_millis(ms);
