@@ -161,6 +161,9 @@ pub struct AppVersion {
     pub created_at: i64,
     /// First promotion.
     pub promoted_at: Option<i64>,
+    /// The digest of the build inputs its component was made from (`sha256:...`), when
+    /// known: the component's own record, else what the registration sent.
+    pub build_inputs: Option<String>,
 }
 
 /// A version to register.
@@ -188,6 +191,8 @@ pub struct NewVersion<'a> {
     pub templates: Option<(&'a str, &'a str)>,
     /// The docs files.
     pub docs: &'a [VersionFile],
+    /// The digest of the component's build inputs, when known.
+    pub build_inputs: Option<&'a str>,
 }
 
 /// What [`Store::register_version`] did.
@@ -206,7 +211,7 @@ pub(crate) const APP_COLUMNS: &str =
     "slug, owner_id, name, status, current_version, created_at, updated_at, archived_at";
 pub(crate) const VERSION_COLUMNS: &str = "app_slug, version, status, build_result, manifest_source, \
      manifest_digest, content_digest, component_digest, component_size, image, templates, \
-     templates_digest, bundle_digest, registered_by, created_at, promoted_at";
+     templates_digest, bundle_digest, registered_by, created_at, promoted_at, build_inputs";
 
 pub(crate) fn app_from<R: Row>(row: &R) -> Result<App>
 where
@@ -251,6 +256,7 @@ where
         registered_by: row.try_get("registered_by")?,
         created_at: row.try_get("created_at")?,
         promoted_at: row.try_get("promoted_at")?,
+        build_inputs: row.try_get("build_inputs")?,
     })
 }
 
@@ -295,12 +301,13 @@ impl Store {
             }
             let inserted = sqlx::query(&format!(
                 "INSERT INTO app_versions ({VERSION_COLUMNS}) VALUES \
-                 ($1, $2, 'registered', 'success', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11, $12, NULL) \
+                 ($1, $2, 'registered', 'success', $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11, $12, NULL, $13) \
                  ON CONFLICT (app_slug, version) DO NOTHING"
             ))
             .bind(new.app_slug).bind(new.version).bind(new.manifest_source).bind(new.manifest_digest)
             .bind(new.content_digest).bind(component_digest).bind(component_size).bind(new.image)
             .bind(templates).bind(templates_digest).bind(new.developer_id).bind(now)
+            .bind(new.build_inputs)
             .execute(&mut *tx).await?.rows_affected() == 1;
             if !inserted {
                 let row = sqlx::query(

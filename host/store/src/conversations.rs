@@ -252,24 +252,38 @@ impl Store {
         })
     }
 
-    /// The last `count` messages of a conversation, in order.
+    /// The last `count` messages of a conversation whose kind is one of `kinds`, in order
+    /// (the other kinds are neither read nor counted).
     pub async fn last_conversation_messages(
         &self,
         tenant: &TenantKey,
         conversation_id: &str,
+        kinds: &[&str],
         count: i64,
     ) -> Result<Vec<StoredMessage>> {
+        let marks: Vec<String> = (0..kinds.len()).map(|i| format!("${}", i + 4)).collect();
+        let sql = format!(
+            "SELECT seq, kind, content, app_slug, agent, data, created_at FROM conversation_messages \
+             WHERE org_id = $1 AND tenant_id = $2 AND conversation_id = $3 AND kind IN ({}) \
+             ORDER BY seq DESC LIMIT ${}",
+            marks.join(", "),
+            kinds.len() + 4,
+        );
         let mut messages: Vec<StoredMessage> = on_pool!(self, pool => {
-            sqlx::query(
-                "SELECT seq, kind, content, app_slug, agent, data, created_at FROM conversation_messages \
-                 WHERE org_id = $1 AND tenant_id = $2 AND conversation_id = $3 \
-                 ORDER BY seq DESC LIMIT $4",
-            )
-            .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(conversation_id).bind(count)
-            .fetch_all(pool).await?
-            .iter()
-            .map(message_from)
-            .collect::<Result<Vec<_>>>()?
+            let mut query = sqlx::query(&sql)
+                .bind(&tenant.org_id)
+                .bind(&tenant.tenant_id)
+                .bind(conversation_id);
+            for kind in kinds {
+                query = query.bind(*kind);
+            }
+            query
+                .bind(count)
+                .fetch_all(pool)
+                .await?
+                .iter()
+                .map(message_from)
+                .collect::<Result<Vec<_>>>()?
         });
         messages.reverse();
         Ok(messages)

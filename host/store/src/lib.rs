@@ -77,7 +77,7 @@ pub use keys::KEY_PREFIX;
 pub use keys::{ApiKey, CreatedKey, KeyOwner};
 pub use llm_roles::{AgentLimitsRow, LlmRole};
 pub use memory::MemoryEntry;
-pub use meter::{Backlog, Metering, MeteringWriter};
+pub use meter::{Backlog, FlushError, Metering, MeteringHealth, MeteringWriter};
 pub use rag::{
     Collection, CollectionSummary, Document, MAX_COLLECTION_NAME, check_collection_name,
 };
@@ -172,28 +172,84 @@ pub(crate) use on_pool;
 /// for the lock another writer holds (SQLite answers `database is locked` at once rather than
 /// risk a deadlock), whereas one that asks at `BEGIN` waits for it within the busy timeout.
 /// PostgreSQL's row locks need nothing of the kind.
+///
+/// This is the only way the store begins a transaction (a test of this crate fails on any
+/// other `begin`), and it is what makes every store write cancel-safe by construction: a
+/// caller may be dropped at any of its await points (a deadline, a client that disconnects,
+/// a shutdown), and the write then rolls back whole, or, once committing, ends committed.
+///
+/// - The `BEGIN` runs in a task of its own, so a cancelled caller never tears it: sqlx's
+///   drivers leave a connection inside a transaction that nothing will end when the future
+///   beginning it is dropped at the wrong moment (SQLite between an acknowledged
+///   `BEGIN IMMEDIATE` and the `Transaction` that owns it; PostgreSQL while waiting for the
+///   answer to `BEGIN`). Such a connection, back in the pool, holds SQLite's write lock for
+///   ever, and every later write of the host fails. Dropping the task's handle leaves the task
+///   to finish: the transaction it made is dropped with its output, which rolls it back.
+/// - Once begun, a dropped [`sqlx::Transaction`] rolls back: the driver queues the `ROLLBACK`
+///   ahead of anything else the connection does, and the pool flushes it before the
+///   connection is reused.
+/// - A connection that still comes back to the pool inside a transaction, whatever the cause,
+///   is closed (which ends the transaction) and logged, never reused ([`released`]).
 pub(crate) trait WriteTransaction {
     /// The driver.
     type Db: sqlx::Database;
 
     /// `BEGIN` for a transaction that will write.
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Self::Db>, sqlx::Error>;
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Self::Db>>;
 }
 
 impl WriteTransaction for SqlitePool {
     type Db = sqlx::Sqlite;
 
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
-        self.begin_with("BEGIN IMMEDIATE").await
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        let pool = self.clone();
+        uncancelled(async move { pool.begin_with("BEGIN IMMEDIATE").await }).await
     }
 }
 
 impl WriteTransaction for PgPool {
     type Db = sqlx::Postgres;
 
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
-        self.begin().await
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        let pool = self.clone();
+        uncancelled(async move { pool.begin().await }).await
     }
+}
+
+/// Runs `begin` to its end in a task of its own, whether or not the caller waits for it.
+async fn uncancelled<T: Send + 'static>(
+    begin: impl Future<Output = Result<T, sqlx::Error>> + Send + 'static,
+) -> Result<T> {
+    match tokio::spawn(begin).await {
+        Ok(begun) => Ok(begun?),
+        Err(e) => Err(StoreError::Internal(format!(
+            "beginning a transaction stopped: {e}"
+        ))),
+    }
+}
+
+/// The pool's check of a connection it takes back: `false` (close it) when the connection is
+/// still inside a transaction. Closing a connection ends its transaction on both databases,
+/// where keeping it would leave SQLite's write lock taken (every later write of the host
+/// failing with `database is locked`) or PostgreSQL's row locks held.
+fn released<C: sqlx::Connection>(conn: &C) -> bool {
+    if conn.is_in_transaction() {
+        tracing::error!(
+            "a database connection came back to the pool inside a transaction: closing it, \
+             which rolls the transaction back"
+        );
+        return false;
+    }
+    true
+}
+
+/// [`released`] for SQLite, whose connections run their statements in a worker thread: a
+/// dropped transaction's `ROLLBACK` is queued there, and the ping, which goes after it, makes
+/// the depth read next the one the rollback left. PostgreSQL's depth changes when the
+/// `ROLLBACK` is queued, so it needs no ping.
+async fn sqlite_released(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    sqlx::Connection::ping(conn).await?;
+    Ok(released(conn))
 }
 
 /// The database.
@@ -234,6 +290,7 @@ impl Store {
             .busy_timeout(std::time::Duration::from_secs(10));
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            .after_release(|conn, _| Box::pin(sqlite_released(conn)))
             .connect_with(options.clone())
             .await?;
         let store = Self::migrated(Pool::Sqlite(pool)).await?;
@@ -258,6 +315,7 @@ impl Store {
             let pool = PgPoolOptions::new()
                 .max_connections(16)
                 .acquire_timeout(std::time::Duration::from_secs(10))
+                .after_release(|conn, _| Box::pin(std::future::ready(Ok(released(conn)))))
                 .connect(url)
                 .await
                 .map_err(&open_error)?;
@@ -304,6 +362,17 @@ impl Store {
         }
     }
 
+    /// Whether the store takes a write now: a write transaction begun (on SQLite, with the
+    /// write lock taken) and committed empty. A host's readiness asks it, with a deadline of
+    /// its own: a store whose lock some connection keeps answers late or not at all.
+    pub async fn probe_write(&self) -> Result<()> {
+        on_pool!(self, pool => {
+            let tx = WriteTransaction::begin_write(pool).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         on_pool!(self, pool => pool.close().await);
@@ -344,6 +413,35 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    /// Every transaction begins through [`super::WriteTransaction::begin_write`], whose start
+    /// cannot be torn by a cancelled caller: no other module of the store begins one.
+    #[test]
+    fn no_transaction_begins_but_through_begin_write() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let begins = [".begin()", "begin_with(", "Transaction::begin(", "\"BEGIN"]
+                    .iter()
+                    .any(|b| line.contains(b));
+                if begins {
+                    found.push(format!(
+                        "{}:{}",
+                        path.file_name().unwrap().to_string_lossy(),
+                        n + 1
+                    ));
+                }
+            }
+        }
+        // The two drivers' `begin_write` (and this test's own list of what to look for).
+        assert!(
+            found.len() == 3 && found.iter().all(|f| f.starts_with("lib.rs:")),
+            "transactions begun elsewhere: {found:?}"
+        );
+    }
+
     #[test]
     fn passwords_are_redacted() {
         assert_eq!(

@@ -286,6 +286,23 @@ impl Store {
         })
     }
 
+    /// Starts `tenant`'s vision `id` over if it is `stopped` for `reason` (the reason its
+    /// install's version no longer declared it, when a later version declares it again):
+    /// `running` at `assess` of its next cycle, due at once, the reason cleared, its phases,
+    /// goals and cost kept. `true` when it did.
+    pub async fn restart_vision(&self, tenant: &TenantKey, id: &str, reason: &str) -> Result<bool> {
+        let now = now_millis();
+        on_pool!(self, pool => {
+            Ok(sqlx::query(
+                "UPDATE visions SET state = 'running', phase = 'assess', cycle = cycle + 1, \
+                   next_action_at = $1, stop_reason = NULL, updated_at = $1 \
+                 WHERE org_id = $2 AND tenant_id = $3 AND id = $4 AND state = 'stopped' AND stop_reason = $5",
+            )
+            .bind(now).bind(&tenant.org_id).bind(&tenant.tenant_id).bind(id).bind(reason)
+            .execute(pool).await?.rows_affected() == 1)
+        })
+    }
+
     /// Sets the next action of a running vision to `at` if that is sooner than the one it
     /// has (a heartbeat's escalation); `true` when it moved.
     pub async fn hasten_vision(&self, install: &InstallKey, agent: &str, at: i64) -> Result<bool> {

@@ -2,6 +2,7 @@
 //! runs against each backend available.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod cancel;
 mod changes;
 mod rooms;
 mod tenant_tokens;
@@ -391,6 +392,7 @@ async fn racing_registrations_leave_one_owner_and_one_version() {
                         image: "ghcr.io/acme/race:1.0.0",
                         templates: None,
                         docs: &[],
+                        build_inputs: None,
                     })
                     .await
             }
