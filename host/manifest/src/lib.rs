@@ -37,6 +37,7 @@ pub mod project;
 mod read;
 pub mod rules;
 pub mod sandbox;
+pub mod skills;
 pub mod templates;
 mod tree;
 mod validate;
@@ -87,8 +88,15 @@ pub fn validate(text: &str) -> Validation {
 /// Validates a manifest in the given format.
 #[must_use]
 pub fn validate_as(text: &str, format: Format) -> Validation {
+    validate_with(text, format, true)
+}
+
+/// Validates a manifest; `host_rules` applies the rules that name what this host provides
+/// (a heartbeat's skill and tool: [`skills`]).
+fn validate_with(text: &str, format: Format, host_rules: bool) -> Validation {
     let mut cx = read::Cx {
         problems: problem::Problems::default(),
+        host_rules,
     };
     let manifest = match tree::read(text, format, &mut cx.problems) {
         Some(root) if !matches!(root.value, tree::Value::Null) => {
@@ -113,8 +121,14 @@ pub fn validate_as(text: &str, format: Format) -> Validation {
 }
 
 /// Validates and returns the manifest, or a [`InvalidManifest`] holding every problem.
+///
+/// This reads a manifest for what it declares, as the host reads a stored version again: every
+/// rule of [`validate`] applies except those that name what this host provides (a heartbeat's
+/// skill and tool, [`skills`]), which publishing checks (`atrium lint`, preflight and
+/// registration validate). A version published before a host stopped providing a skill keeps
+/// loading; its heartbeat fails at run time with the same message.
 pub fn parse(text: &str) -> Result<Manifest, InvalidManifest> {
-    let validation = validate(text);
+    let validation = validate_with(text, Format::Auto, false);
     validation.manifest.ok_or(InvalidManifest {
         problems: validation.problems,
     })

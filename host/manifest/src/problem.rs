@@ -67,7 +67,8 @@ pub enum Code {
     InvalidCron,
     /// A lower bound is greater than its upper bound.
     InvalidRange,
-    /// An active-hours window whose start equals its end.
+    /// An active-hours window whose start equals its end; as a warning, a daily or weekly
+    /// heartbeat whose time lies outside its active hours (it never runs).
     EmptyWindow,
     /// A value requires another declaration that is missing (a sentinel skill requires tool
     /// `query`; `mail_primary_email` requires a mail provider in required_integrations).
@@ -255,6 +256,21 @@ impl Problems {
         message: impl Into<String>,
     ) {
         self.push(Severity::Warning, path, pos, code, message);
+    }
+
+    /// Removes and answers the `required` error about field `field` of the mapping at `path`:
+    /// reported at the field, or at the mapping naming the field (`` `field` ``) when one of
+    /// several fields is required.
+    pub(crate) fn take_required(&mut self, path: &Path, field: &str) -> Option<Problem> {
+        let at = path.field(field);
+        let named = format!("`{field}`");
+        let i = self.list.iter().position(|p| {
+            p.code == Code::Required
+                && p.is_error()
+                && (p.path == at.as_str()
+                    || (p.path == path.as_str() && p.message.contains(&named)))
+        })?;
+        Some(self.list.remove(i))
     }
 
     pub(crate) fn has_errors(&self) -> bool {

@@ -11,6 +11,10 @@ use crate::tree::{Key, Node, Value};
 /// The state of one validation run.
 pub(crate) struct Cx {
     pub(crate) problems: Problems,
+    /// Whether the rules that name what this host provides apply (a heartbeat's skill and
+    /// tool, [`crate::skills`]): when a manifest is published, not when a stored version is
+    /// read again ([`crate::parse`]), so that a version published before keeps loading.
+    pub(crate) host_rules: bool,
 }
 
 impl Cx {
@@ -333,6 +337,8 @@ impl<'n> Obj<'n> {
     }
 
     /// Reports every field that was not read, naming the allowed ones and the closest match.
+    /// A misspelt required field is one problem, not two: the `required` problem of the field
+    /// it was meant to be is folded into the unknown field's.
     pub(crate) fn finish(self, cx: &mut Cx, allowed: &[&str]) {
         for ((key, _), used) in self.entries.iter().zip(&self.used) {
             if *used || allowed.contains(&key.name.as_str()) {
@@ -341,11 +347,22 @@ impl<'n> Obj<'n> {
             let mut message = format!("unknown field `{}`", key.name);
             if let Some(close) = closest(&key.name, allowed) {
                 message.push_str(&format!("; did you mean `{close}`?"));
+                if !self.has(close)
+                    && let Some(required) = cx.problems.take_required(&self.path, close)
+                {
+                    message.push(' ');
+                    message.push_str(required.message.trim_end_matches('.'));
+                    message.push('.');
+                }
             }
             if key.name == "<<" {
                 message.push_str("; YAML merge keys are not supported");
             }
-            message.push_str(&format!(". Allowed fields here: {}", allowed.join(", ")));
+            // A sentence of its own, and never after a question mark's period.
+            if !message.ends_with(['?', '.']) {
+                message.push('.');
+            }
+            message.push_str(&format!(" Allowed fields here: {}", allowed.join(", ")));
             cx.error(
                 &self.path.field(&key.name),
                 key.pos,

@@ -247,9 +247,27 @@ pub fn is_mail_provider(provider: &str) -> bool {
     KNOWN.contains(&provider) || provider.contains("mail")
 }
 
+/// The next patch version after `version` (its pre-release and build metadata dropped):
+/// `0.1.0` gives `0.1.1`, `2.0.0-rc.1` gives `2.0.1`. `None` when `version` is not a semantic
+/// version. What the developer tool and preflight suggest when a version is taken.
+#[must_use]
+pub fn next_patch(version: &str) -> Option<String> {
+    let current = semver::Version::parse(version).ok()?;
+    let patch = current.patch.checked_add(1)?;
+    Some(semver::Version::new(current.major, current.minor, patch).to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_patches() {
+        assert_eq!(next_patch("0.1.0").as_deref(), Some("0.1.1"));
+        assert_eq!(next_patch("1.9.9").as_deref(), Some("1.9.10"));
+        assert_eq!(next_patch("2.0.0-rc.1+build.5").as_deref(), Some("2.0.1"));
+        assert_eq!(next_patch("1.0"), None);
+    }
 
     #[test]
     fn image_references() {

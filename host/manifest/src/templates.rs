@@ -43,6 +43,7 @@ pub struct Section {
 pub fn validate_template(text: &str) -> Result<DocTemplate, Vec<Problem>> {
     let mut cx = Cx {
         problems: Problems::default(),
+        host_rules: true,
     };
     let template = tree::read(text, Format::Json, &mut cx.problems)
         .and_then(|root| read_template(&mut cx, &root));

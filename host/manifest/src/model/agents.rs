@@ -183,6 +183,22 @@ pub struct ActiveHours {
     pub timezone: String,
 }
 
+impl ActiveHours {
+    /// Whether the wall-clock time `time` lies in the window `[start, end)`, across midnight
+    /// when the end is before the start. An empty window (start equal to end, which the
+    /// validator refuses) holds nothing.
+    #[must_use]
+    pub fn contains(&self, time: TimeOfDay) -> bool {
+        if self.start < self.end {
+            self.start <= time && time < self.end
+        } else if self.start > self.end {
+            time >= self.start || time < self.end
+        } else {
+            false
+        }
+    }
+}
+
 /// `heartbeats[].conversation_mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -78,20 +78,29 @@ impl ChainContext {
     }
 
     /// Reads the chain from header (or environment) values. A missing depth is the first hop.
-    /// A depth that is not a number, or above the limit, is refused.
-    pub fn from_headers(depth: Option<&str>, visited: Option<&str>) -> Result<Self, AgentRefusal> {
+    /// A depth that is not a whole number is malformed (the caller's mistake, a 400 naming
+    /// the header); one above the limit is refused as the nested call it claims would be.
+    pub fn from_headers(
+        depth: Option<&str>,
+        visited: Option<&str>,
+    ) -> Result<Self, ChainHeaderError> {
         let depth = match depth.map(str::trim) {
             None | Some("") => 1,
-            Some(text) => text.parse::<u32>().map_err(|_| AgentRefusal {
-                reason: format!("{HEADER_CHAIN_DEPTH} must be a whole number, got `{text}`"),
-            })?,
+            Some(text) => text
+                .parse::<u32>()
+                .map_err(|_| ChainHeaderError::Malformed {
+                    header: HEADER_CHAIN_DEPTH,
+                    message: format!(
+                        "{HEADER_CHAIN_DEPTH} must be a whole number from 1 to {MAX_CHAIN_DEPTH}, got `{text}`"
+                    ),
+                })?,
         };
         if depth > MAX_CHAIN_DEPTH {
-            return Err(AgentRefusal {
+            return Err(ChainHeaderError::Refused(AgentRefusal {
                 reason: format!(
                     "chain depth exceeded: {depth} is above the limit of {MAX_CHAIN_DEPTH}"
                 ),
-            });
+            }));
         }
         let visited = visited
             .unwrap_or("")
@@ -105,6 +114,20 @@ impl ChainContext {
             visited,
         })
     }
+}
+
+/// Why chain headers were not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainHeaderError {
+    /// A header's value is not what it must be.
+    Malformed {
+        /// The header.
+        header: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The chain it claims goes past a limit.
+    Refused(AgentRefusal),
 }
 
 #[cfg(test)]
@@ -153,7 +176,18 @@ mod tests {
             ChainContext::from_headers(None, None).unwrap(),
             ChainContext::root()
         );
-        assert!(ChainContext::from_headers(Some("9"), None).is_err());
-        assert!(ChainContext::from_headers(Some("x"), None).is_err());
+        assert!(matches!(
+            ChainContext::from_headers(Some("9"), None),
+            Err(ChainHeaderError::Refused(_))
+        ));
+        for malformed in ["x", "-1", "2.5"] {
+            assert!(matches!(
+                ChainContext::from_headers(Some(malformed), None),
+                Err(ChainHeaderError::Malformed {
+                    header: HEADER_CHAIN_DEPTH,
+                    ..
+                })
+            ));
+        }
     }
 }

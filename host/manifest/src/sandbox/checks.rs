@@ -94,6 +94,7 @@ pub fn tool_scopes(
         decision: Decision::ScopeDenied,
         message: format!("tool `{tool}` needs scopes {}: {hint}", needed.join(", ")),
         needed_scopes: needed,
+        argument: None,
     })
 }
 
@@ -121,15 +122,19 @@ pub fn room_post(
     metadata: Option<&str>,
     granted: impl Fn(&str) -> bool,
 ) -> Result<CheckedPost, ToolRefusal> {
-    let refuse = |decision, message: String| Err(ToolRefusal::new(ROOMS_POST, decision, message));
+    let refuse = |argument, decision, message: String| {
+        Err(ToolRefusal::new(ROOMS_POST, decision, message).at(argument))
+    };
     if from_agent.is_empty() {
         return refuse(
+            "from_agent",
             Decision::InvalidArguments,
             "from_agent is required: the agent of this app that posts".into(),
         );
     }
     let Some(sender_display) = app.agent_name(from_agent) else {
         return refuse(
+            "from_agent",
             Decision::UnknownAgent,
             format!(
                 "`{from_agent}` is not an agent of this app ({})",
@@ -140,6 +145,7 @@ pub fn room_post(
     let chars = content.chars().count();
     if chars > MAX_ROOM_MESSAGE_CHARS {
         return refuse(
+            "content",
             Decision::InvalidArguments,
             format!(
                 "content has {chars} characters; a room message has at most {MAX_ROOM_MESSAGE_CHARS}"
@@ -148,6 +154,7 @@ pub fn room_post(
     }
     if content.trim().is_empty() {
         return refuse(
+            "content",
             Decision::InvalidArguments,
             "content must not be empty".into(),
         );
@@ -157,11 +164,12 @@ pub fn room_post(
         Some(Ok(v)) if v.is_object() => v,
         Some(Ok(_)) => {
             return refuse(
+                "metadata",
                 Decision::InvalidArguments,
                 "metadata must be a JSON object".into(),
             );
         }
-        Some(Err(message)) => return refuse(Decision::InvalidArguments, message),
+        Some(Err(message)) => return refuse("metadata", Decision::InvalidArguments, message),
     };
     tool_scopes(app, ROOMS_POST, &[ROOMS_WRITE_SCOPE.to_owned()], granted)?;
     Ok(CheckedPost {
@@ -181,13 +189,19 @@ pub fn commitment(
     from_agent: &str,
     due_at: Option<&str>,
 ) -> Result<(), ToolRefusal> {
-    let refuse =
-        |decision, message: String| Err(ToolRefusal::new(COMMITMENTS_ADD, decision, message));
+    let refuse = |argument, decision, message: String| {
+        Err(ToolRefusal::new(COMMITMENTS_ADD, decision, message).at(argument))
+    };
     if from_agent.is_empty() {
-        return refuse(Decision::InvalidArguments, "from_agent is required".into());
+        return refuse(
+            "from_agent",
+            Decision::InvalidArguments,
+            "from_agent is required".into(),
+        );
     }
     if app.agent_name(from_agent).is_none() {
         return refuse(
+            "from_agent",
             Decision::UnknownAgent,
             format!(
                 "`{from_agent}` is not an agent of this app ({})",
@@ -196,11 +210,16 @@ pub fn commitment(
         );
     }
     if title.trim().is_empty() {
-        return refuse(Decision::InvalidArguments, "title must not be empty".into());
+        return refuse(
+            "title",
+            Decision::InvalidArguments,
+            "title must not be empty".into(),
+        );
     }
     let title_chars = title.chars().count();
     if title_chars > MAX_COMMITMENT_TITLE_CHARS {
         return refuse(
+            "title",
             Decision::InvalidArguments,
             format!(
                 "title has {title_chars} characters; a commitment title has at most {MAX_COMMITMENT_TITLE_CHARS}"
@@ -210,6 +229,7 @@ pub fn commitment(
     let content_chars = content.chars().count();
     if content_chars > MAX_COMMITMENT_CONTENT_CHARS {
         return refuse(
+            "content",
             Decision::InvalidArguments,
             format!(
                 "content has {content_chars} characters; a commitment has at most {MAX_COMMITMENT_CONTENT_CHARS}"
@@ -220,6 +240,7 @@ pub fn commitment(
         && due.parse::<jiff::Timestamp>().is_err()
     {
         return refuse(
+            "due_at",
             Decision::InvalidArguments,
             format!(
                 "due_at `{due}` is not an ISO-8601 time with an offset (for example 2026-05-01T09:00:00Z)"

@@ -36,8 +36,8 @@ use std::fmt;
 
 pub use capability::{Capability, ErrorKind, reason_decision, unavailable_capability};
 pub use chain::{
-    ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS,
-    MAX_CHAIN_DEPTH,
+    ChainContext, ChainHeaderError, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, HEADER_CHAIN_DEPTH,
+    HEADER_VISITED_AGENTS, MAX_CHAIN_DEPTH,
 };
 pub use checks::{
     CheckedPost, MAX_COMMITMENT_CONTENT_CHARS, MAX_COMMITMENT_TITLE_CHARS, MAX_EVENT_PAYLOAD_BYTES,
@@ -137,6 +137,9 @@ pub struct ToolRefusal {
     pub message: String,
     /// The scopes the install lacks, for [`Decision::ScopeDenied`].
     pub needed_scopes: Vec<String>,
+    /// The argument at fault, when the refusal is about one (`content`, `from_agent`): what an
+    /// HTTP caller's error names as its `param`.
+    pub argument: Option<&'static str>,
 }
 
 impl ToolRefusal {
@@ -148,7 +151,15 @@ impl ToolRefusal {
             decision,
             message: message.into(),
             needed_scopes: Vec::new(),
+            argument: None,
         }
+    }
+
+    /// The same refusal, about `argument`.
+    #[must_use]
+    pub fn at(mut self, argument: &'static str) -> Self {
+        self.argument = Some(argument);
+        self
     }
 }
 

@@ -7,10 +7,8 @@ use crate::model::{
 use crate::problem::{Code, Path};
 use crate::read::{Cx, Obj};
 use crate::rules;
+use crate::skills::{self, SENTINEL_SKILLS, UnknownSource};
 use crate::tree::{Node, Value};
-
-/// The pre-filter sources that read the platform's own data; their tool must be `query`.
-pub const SENTINEL_SKILLS: [&str; 2] = ["_internal_app_records", "_internal_agent_memory"];
 
 const FIELDS: &[&str] = &[
     "slug",
@@ -101,18 +99,19 @@ fn heartbeat<'n>(cx: &mut Cx, mut obj: Obj<'n>) -> Located<'n, Heartbeat> {
     let skill = obj.req_string(
         cx,
         "skill",
-        "a LOW-risk skill or a sentinel (`_internal_app_records`, `_internal_agent_memory`)",
+        "a platform skill (`records`, `knowledge`, `memory`, `rooms`) or a sentinel (`_internal_app_records`, `_internal_agent_memory`)",
     );
     let tool = obj.req_string(
         cx,
         "tool",
         "the skill's tool name (`query` for the sentinels)",
     );
+    let valid_name = |name: &str| !name.trim().is_empty() && !name.contains(char::is_whitespace);
     if let Some((node, skill)) = skill {
         let path = obj.at("skill");
         if skill.starts_with("_internal_") && !SENTINEL_SKILLS.contains(&skill) {
             cx.error(&path, node.pos, Code::InvalidValue, format!("`{skill}` is not a known sentinel; the sentinels are `_internal_app_records` and `_internal_agent_memory`"));
-        } else if skill.trim().is_empty() || skill.contains(char::is_whitespace) {
+        } else if !valid_name(skill) {
             cx.error(
                 &path,
                 node.pos,
@@ -121,6 +120,23 @@ fn heartbeat<'n>(cx: &mut Cx, mut obj: Obj<'n>) -> Located<'n, Heartbeat> {
                     "`{skill}` is not a valid skill name: a non-empty name without white space"
                 ),
             );
+        } else if cx.host_rules {
+            // A skill nothing provides would fail every run until the heartbeat is disabled.
+            let written_tool = tool.map(|(_, t)| t).filter(|t| valid_name(t));
+            match (
+                skills::unknown_source(skill, written_tool.unwrap_or_default()),
+                tool,
+            ) {
+                (Some(UnknownSource::Skill(message)), _) => {
+                    cx.error(&path, node.pos, Code::InvalidValue, message);
+                }
+                (Some(UnknownSource::Tool(message)), Some((tool_node, _)))
+                    if written_tool.is_some() =>
+                {
+                    cx.error(&obj.at("tool"), tool_node.pos, Code::InvalidValue, message);
+                }
+                _ => {}
+            }
         }
         if SENTINEL_SKILLS.contains(&skill)
             && let Some((tool_node, tool)) = tool
@@ -162,6 +178,25 @@ fn heartbeat<'n>(cx: &mut Cx, mut obj: Obj<'n>) -> Located<'n, Heartbeat> {
 
     let schedule = schedule(cx, &mut obj);
     let active_hours = active_hours(cx, &mut obj);
+    // A daily or weekly time outside the active hours (both read in the same zone) is never
+    // due inside them: the heartbeat would never run.
+    if let (
+        HeartbeatSchedule::Daily { time_of_day } | HeartbeatSchedule::Weekly { time_of_day, .. },
+        Some(hours),
+    ) = (&schedule, &active_hours)
+        && !hours.contains(*time_of_day)
+        && let Some(node) = obj.get("time_of_day")
+    {
+        cx.warning(
+            &obj.at("time_of_day"),
+            node.pos,
+            Code::EmptyWindow,
+            format!(
+                "{time_of_day} is outside the active hours {} to {}: this heartbeat never runs; move time_of_day into the window or widen it",
+                hours.start, hours.end
+            ),
+        );
+    }
     let invoke_always = obj.bool_or(cx, "invoke_always", false);
     let cooldown_seconds = obj
         .get("cooldown_seconds")

@@ -58,7 +58,8 @@ fn subscription_to_an_agent() {
 
 #[test]
 fn subscription_to_a_heartbeat() {
-    let hb = json!([{ "slug": "sync", "skill": "s", "tool": "t", "interval_minutes": 60 }]);
+    let hb =
+        json!([{ "slug": "sync", "skill": "records", "tool": "query", "interval_minutes": 60 }]);
     let base = with(with_agents(), "/agents/1/heartbeats", hb.clone());
     let v = with(
         base.clone(),

@@ -3,11 +3,11 @@
 use atrium_manifest::{Code, ConversationMode, HeartbeatSchedule, ModelTier, TimeOfDay};
 use serde_json::{Value, json};
 
-use crate::{fails, fails_at, ok, with, with_agents};
+use crate::{fails, fails_at, ok, warns, with, with_agents};
 
 fn hb(extra: Value) -> Value {
     let mut base =
-        json!({ "slug": "watch", "skill": "crm.search", "tool": "search", "interval_minutes": 30 });
+        json!({ "slug": "watch", "skill": "records", "tool": "query", "interval_minutes": 30 });
     if let (Some(map), Value::Object(extra)) = (base.as_object_mut(), extra) {
         for (k, v) in extra {
             if v.is_null() {
@@ -309,5 +309,118 @@ fn enums_limits_and_types() {
         &one(hb(json!({ "retries": 3 }))),
         &format!("{AT}.retries"),
         Code::UnknownField,
+    );
+}
+
+/// The problems of `value` at the heartbeat's `field`.
+fn problems_at(value: &Value, field: &str) -> Vec<atrium_manifest::Problem> {
+    crate::validate(value)
+        .problems
+        .into_iter()
+        .filter(|p| p.path == format!("{AT}.{field}"))
+        .collect()
+}
+
+#[test]
+fn a_skill_is_a_sentinel_or_a_platform_skill_the_host_provides() {
+    // Every platform tool the host provides, as a skill and a tool (LOW-risk or not: the
+    // platform denies the others at run time).
+    for name in atrium_manifest::skills::PLATFORM_TOOLS {
+        let (skill, tool) = name.split_once('.').unwrap();
+        ok(&one(hb(json!({ "skill": skill, "tool": tool }))));
+    }
+    // The invoice desk's old heartbeats named a skill nothing provides: refused, the message
+    // listing what the host provides.
+    let desk = one(hb(
+        json!({ "skill": "invoices.search", "tool": "search_overdue" }),
+    ));
+    fails_at(&desk, &format!("{AT}.skill"), Code::InvalidValue);
+    let message = problems_at(&desk, "skill")[0].message.clone();
+    for named in [
+        "`invoices.search`",
+        "`_internal_app_records`",
+        "`_internal_agent_memory`",
+        "`knowledge`",
+        "`memory`",
+        "`records`",
+        "`rooms`",
+    ] {
+        assert!(message.contains(named), "{named}: {message}");
+    }
+    // A whole tool name as the skill: the message says how to write it.
+    let joined = one(hb(json!({ "skill": "records.query", "tool": "query" })));
+    fails_at(&joined, &format!("{AT}.skill"), Code::InvalidValue);
+    assert!(
+        problems_at(&joined, "skill")[0]
+            .message
+            .contains("as skill `records` and tool `query`"),
+        "{:?}",
+        problems_at(&joined, "skill")
+    );
+    // A platform skill without that tool: refused at the tool, naming the skill's tools.
+    let search = one(hb(json!({ "skill": "records", "tool": "search" })));
+    fails_at(&search, &format!("{AT}.tool"), Code::InvalidValue);
+    assert!(
+        problems_at(&search, "tool")[0]
+            .message
+            .contains("`delete`, `get`, `put`, `query`, `update`"),
+        "{:?}",
+        problems_at(&search, "tool")
+    );
+    // A tool that breaks its pattern is reported once, as a pattern.
+    fails_at(
+        &one(hb(json!({ "skill": "records", "tool": "two words" }))),
+        &format!("{AT}.tool"),
+        Code::Pattern,
+    );
+}
+
+/// A stored version read again (`parse`) keeps loading when it names a skill the host does not
+/// provide: publishing refuses it, reading it does not.
+#[test]
+fn a_stored_manifest_with_an_unknown_skill_still_parses() {
+    let text = serde_json::to_string(&one(hb(
+        json!({ "skill": "invoices.search", "tool": "search_overdue" }),
+    )))
+    .unwrap();
+    assert!(!atrium_manifest::validate(&text).is_valid());
+    let manifest = atrium_manifest::parse(&text).expect("a stored manifest parses");
+    assert_eq!(manifest.agents[0].heartbeats[0].skill, "invoices.search");
+    // Every other rule still applies.
+    let broken = text.replace("\"interval_minutes\":30", "\"interval_minutes\":3");
+    assert_ne!(broken, text);
+    assert!(atrium_manifest::parse(&broken).is_err());
+}
+
+#[test]
+fn a_daily_time_outside_the_active_hours_is_a_warning() {
+    let daily = |time: &str, start: &str, end: &str| {
+        one(hb(json!({
+            "schedule_type": "daily", "interval_minutes": null, "time_of_day": time,
+            "active_hours": { "start": start, "end": end, "timezone": "Europe/Paris" },
+        })))
+    };
+    // The invoice desk's old `overdue`: 07:30 in a night window never runs.
+    let m = warns(
+        &daily("07:30", "22:00", "06:00"),
+        &format!("{AT}.time_of_day"),
+        Code::EmptyWindow,
+    );
+    assert_eq!(m.agents[0].heartbeats[0].slug, "watch");
+    for (time, start, end) in [
+        ("07:30", "07:00", "19:00"),
+        ("23:00", "22:00", "06:00"),
+        ("05:59", "22:00", "06:00"),
+    ] {
+        let value = daily(time, start, end);
+        ok(&value);
+        let problems = problems_at(&value, "time_of_day");
+        assert!(problems.is_empty(), "{time} in {start}-{end}: {problems:?}");
+    }
+    // The end is not in the window.
+    warns(
+        &daily("06:00", "22:00", "06:00"),
+        &format!("{AT}.time_of_day"),
+        Code::EmptyWindow,
     );
 }

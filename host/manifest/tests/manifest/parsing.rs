@@ -17,7 +17,7 @@ fn yaml_and_json_are_both_accepted() {
 
 #[test]
 fn problems_carry_line_and_column() {
-    let text = "apiVersion: platform/v2\napp_id: demo-app\nversion: 1.0.0\nname: Demo\nruntime:\n  image: ghcr.io/acme/demo:1.0.0\nagents:\n  - id: a\n    name: A\n    system_prompt: p\n    is_default: true\n    heartbeats:\n      - slug: h\n        skill: s\n        tool: t\n        interval_minutes: 2\n";
+    let text = "apiVersion: platform/v2\napp_id: demo-app\nversion: 1.0.0\nname: Demo\nruntime:\n  image: ghcr.io/acme/demo:1.0.0\nagents:\n  - id: a\n    name: A\n    system_prompt: p\n    is_default: true\n    heartbeats:\n      - slug: h\n        skill: records\n        tool: query\n        interval_minutes: 2\n";
     let result = validate(text);
     assert_eq!(result.problems.len(), 1);
     let p = &result.problems[0];
@@ -130,7 +130,7 @@ fn yaml_scalar_typing_gives_clear_type_errors() {
     assert_eq!((p.path.as_str(), p.code), ("version", Code::InvalidType));
     assert!(p.message.contains("quote"), "{}", p.message);
     // `09:00` stays a string (YAML 1.2 has no sexagesimal numbers).
-    assert!(validate(&format!("{MINIMAL_YAML}agent:\n  name: A\n  system_prompt: p\n  heartbeats:\n    - slug: h\n      skill: s\n      tool: t\n      schedule_type: daily\n      time_of_day: 09:00\n")).is_valid());
+    assert!(validate(&format!("{MINIMAL_YAML}agent:\n  name: A\n  system_prompt: p\n  heartbeats:\n    - slug: h\n      skill: records\n      tool: query\n      schedule_type: daily\n      time_of_day: 09:00\n")).is_valid());
 }
 
 #[test]

@@ -153,6 +153,64 @@ fn unknown_field_suggests_the_closest_name() {
     );
 }
 
+/// A misspelt required field is one problem, not an unknown field and a missing one: the
+/// unknown field's message names the field it stands for and its rule. No message has a
+/// question mark followed by a period.
+#[test]
+fn a_misspelt_required_field_is_one_problem() {
+    let cases = [
+        (
+            with(without(minimal(), "/name"), "/nmae", json!("Demo")),
+            "nmae",
+            "name",
+        ),
+        (
+            with(
+                without(minimal(), "/runtime"),
+                "/runtme",
+                json!({"image": "x"}),
+            ),
+            "runtme",
+            "runtime",
+        ),
+        (
+            with(
+                without(minimal(), "/runtime/image"),
+                "/runtime/imgae",
+                json!("x"),
+            ),
+            "runtime.imgae",
+            "image",
+        ),
+    ];
+    for (manifest, path, meant) in cases {
+        fails_at(&manifest, path, Code::UnknownField);
+        let message = crate::validate(&manifest).problems[0].message.clone();
+        assert!(
+            message.contains(&format!("did you mean `{meant}`? `{meant}` is required: ")),
+            "{message}"
+        );
+        assert!(!message.contains("?."), "{message}");
+    }
+    // Written both ways, the field is there: only the misspelt one is at fault.
+    let both = with(minimal(), "/nmae", json!("Demo"));
+    fails_at(&both, "nmae", Code::UnknownField);
+    let message = crate::validate(&both).problems[0].message.clone();
+    assert!(
+        message.contains("did you mean `name`? Allowed fields here: ") && !message.contains("?."),
+        "{message}"
+    );
+    // No close match: the list of allowed fields is a sentence of its own.
+    let far = crate::validate(&with(minimal(), "/colour", json!("red")));
+    assert!(
+        far.problems[0]
+            .message
+            .starts_with("unknown field `colour`. Allowed fields here: "),
+        "{}",
+        far.problems[0].message
+    );
+}
+
 #[test]
 fn required_scopes_and_integrations() {
     ok(&with(
