@@ -3,10 +3,12 @@
 //! conversation's recent history, and the decision and the answer (with every tool call) are
 //! stored after it. What a turn stores is what the conversation's history shows.
 
-use atrium_store::{Conversation, NewMessage, StoredMessage};
+use atrium_store::{Conversation, NewMessage, Store, StoredMessage, TenantKey};
+use futures::FutureExt;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::cancel::OnCut;
 use crate::llm_roles::Role;
 use crate::orchestrator::{self, Choice};
 use crate::registry::Actor;
@@ -65,14 +67,40 @@ fn message(
     }
 }
 
-/// The conversation's earlier messages as the agent reads them: the user's and the answers.
-fn history(messages: &[StoredMessage]) -> Vec<Value> {
-    messages
+/// What an agent reads of a conversation before its turn: the last [`HISTORY_MESSAGES`]
+/// messages of the kinds `asked` (what the agent is asked: `user`, and `heartbeat` for a
+/// heartbeat's thread) and `assistant` (the answers), as `user` and `assistant` messages.
+/// Routing messages, errors and tool calls are neither shown nor counted, and a pair is never
+/// cut in half: an answer whose question fell outside the window is left out too.
+pub async fn history(
+    store: &Store,
+    key: &TenantKey,
+    conversation: &str,
+    asked: &[&str],
+) -> Result<Vec<Value>, atrium_store::StoreError> {
+    let mut kinds = asked.to_vec();
+    kinds.push("assistant");
+    let messages = store
+        .last_conversation_messages(key, conversation, &kinds, HISTORY_MESSAGES)
+        .await?;
+    Ok(as_read(&messages))
+}
+
+/// The messages as the model reads them, from the first that is not an answer.
+fn as_read(messages: &[StoredMessage]) -> Vec<Value> {
+    let first = messages
         .iter()
-        .filter_map(|m| match m.kind.as_str() {
-            "user" => Some(json!({"role": "user", "content": m.content})),
-            "assistant" => Some(json!({"role": "assistant", "content": m.content})),
-            _ => None,
+        .position(|m| m.kind != "assistant")
+        .unwrap_or(messages.len());
+    messages[first..]
+        .iter()
+        .map(|m| {
+            let role = if m.kind == "assistant" {
+                "assistant"
+            } else {
+                "user"
+            };
+            json!({"role": role, "content": m.content})
         })
         .collect()
 }
@@ -83,7 +111,65 @@ fn send(events: Option<&UnboundedSender<TurnEvent>>, event: TurnEvent) {
     }
 }
 
+/// What the `error` message of a turn that was cut off says.
+pub const CUT_OFF: &str = "the turn was cut off before it answered (a deadline, a client that disconnected, or a shutdown); ask again";
+
+/// Appends one message to the conversation in a task of its own ([`crate::cancel`]): a turn cut
+/// off while it waits leaves the write whole.
+async fn append(
+    store: &Store,
+    key: &TenantKey,
+    conversation: &str,
+    new: NewMessage,
+    agent: Option<(String, String)>,
+) -> Result<StoredMessage, atrium_store::StoreError> {
+    let (store, key, conversation) = (store.clone(), key.clone(), conversation.to_owned());
+    crate::cancel::to_the_end(async move {
+        let agent = agent
+            .as_ref()
+            .map(|(app, agent)| (app.as_str(), agent.as_str()));
+        store
+            .append_messages(&key, &conversation, std::slice::from_ref(&new), agent)
+            .await
+            .map(|mut stored| stored.remove(0))
+    })
+    .await
+}
+
+/// The write that closes a turn cut off at `stage` (`routing`, or `agent` with the chosen
+/// agent): an `error` message, so that every question of the conversation has its answer or
+/// the reason there is none.
+fn close_cut_turn(
+    store: &Store,
+    key: &TenantKey,
+    conversation: &str,
+    stage: &'static str,
+    agent: Option<(&str, &str)>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let (store, key, conversation) = (store.clone(), key.clone(), conversation.to_owned());
+    let error = message(
+        "error",
+        CUT_OFF.to_owned(),
+        agent.map(|(app, _)| app),
+        agent.map(|(_, agent)| agent),
+        json!({"stage": stage, "cancelled": true}),
+    );
+    async move {
+        if let Err(e) = store
+            .append_messages(&key, &conversation, std::slice::from_ref(&error), None)
+            .await
+        {
+            tracing::error!(error = %e, conversation, "closing a cut-off turn failed");
+        }
+    }
+}
+
 /// Runs one turn of `conversation` for `tenant` (its user): `content` is already checked.
+///
+/// A turn cut off anywhere (its caller dropped) still ends with a message answering the
+/// user's: the user's message is written in a task of its own, and from the moment it is
+/// under way a guard closes the turn with an `error` message (`{"stage", "cancelled": true}`)
+/// unless the turn reaches its own answer, which is written to its end too.
 pub async fn turn(
     serving: &Serving,
     tenant: &Actor,
@@ -93,18 +179,34 @@ pub async fn turn(
 ) -> Result<Turn, TurnError> {
     let store = serving.registry().store();
     let key = &tenant.tenant;
-    let earlier = store
-        .last_conversation_messages(key, &conversation.id, HISTORY_MESSAGES)
-        .await?;
-    let user = store
-        .append_messages(
-            key,
-            &conversation.id,
-            &[message("user", content.to_owned(), None, None, json!({}))],
-            None,
-        )
-        .await?
-        .remove(0);
+    let earlier = history(store, key, &conversation.id, &["user"]).await?;
+    // The user's message, shared by the turn and its guard: a turn cut off while the write
+    // is under way is closed once the write has stored it.
+    let stored = {
+        let (store, key, id) = (store.clone(), key.clone(), conversation.id.clone());
+        let new = message("user", content.to_owned(), None, None, json!({}));
+        tokio::spawn(async move {
+            store
+                .append_messages(&key, &id, std::slice::from_ref(&new), None)
+                .await
+                .map(|mut stored| stored.remove(0))
+                .map_err(|e| e.to_string())
+        })
+        .map(|joined| joined.unwrap_or_else(|e| Err(e.to_string())))
+        .shared()
+    };
+    let mut guard = {
+        let stored = stored.clone();
+        let close = close_cut_turn(store, key, &conversation.id, "routing", None);
+        OnCut::arm("a conversation turn", async move {
+            if stored.await.is_ok() {
+                close.await;
+            }
+        })
+    };
+    let user = stored
+        .await
+        .map_err(|e| TurnError(atrium_store::StoreError::Internal(e)))?;
     send(events.as_ref(), TurnEvent::Stored(user.clone()));
     let current = conversation
         .app_slug
@@ -114,21 +216,9 @@ pub async fn turn(
         match orchestrator::route(serving, tenant, content, &conversation.channel, current).await {
             Ok(choice) => choice,
             Err(e) => {
-                let reply = store
-                    .append_messages(
-                        key,
-                        &conversation.id,
-                        &[message(
-                            "error",
-                            e.reason,
-                            None,
-                            None,
-                            json!({"stage": "routing"}),
-                        )],
-                        None,
-                    )
-                    .await?
-                    .remove(0);
+                guard.disarm();
+                let error = message("error", e.reason, None, None, json!({"stage": "routing"}));
+                let reply = append(store, key, &conversation.id, error, None).await?;
                 return Ok(Turn {
                     user,
                     routing: None,
@@ -137,21 +227,46 @@ pub async fn turn(
             }
         };
     let decision = serde_json::to_value(&choice).unwrap_or(Value::Null);
-    let routing = store
-        .append_messages(
+    let routed = message(
+        "routing",
+        choice.reason.clone(),
+        Some(&choice.app),
+        Some(&choice.agent),
+        decision,
+    );
+    let chosen = (choice.app.clone(), choice.agent.clone());
+    // The routing message is written to its end, and a turn cut off while that write is
+    // under way is closed after it, so that the error follows the routing it answers.
+    let routed = {
+        let (store, key, id) = (store.clone(), key.clone(), conversation.id.clone());
+        tokio::spawn(async move {
+            let agent = Some((chosen.0.as_str(), chosen.1.as_str()));
+            store
+                .append_messages(&key, &id, std::slice::from_ref(&routed), agent)
+                .await
+                .map(|mut stored| stored.remove(0))
+                .map_err(|e| e.to_string())
+        })
+        .map(|joined| joined.unwrap_or_else(|e| Err(e.to_string())))
+        .shared()
+    };
+    {
+        let routed = routed.clone();
+        let close = close_cut_turn(
+            store,
             key,
             &conversation.id,
-            &[message(
-                "routing",
-                choice.reason.clone(),
-                Some(&choice.app),
-                Some(&choice.agent),
-                decision,
-            )],
+            "agent",
             Some((&choice.app, &choice.agent)),
-        )
-        .await?
-        .remove(0);
+        );
+        guard.rearm(async move {
+            let _ = routed.await;
+            close.await;
+        });
+    }
+    let routing = routed
+        .await
+        .map_err(|e| TurnError(atrium_store::StoreError::Internal(e)))?;
     send(events.as_ref(), TurnEvent::Routed(routing.clone()));
 
     let (runs, mut reports) = tokio::sync::mpsc::unbounded_channel();
@@ -170,7 +285,7 @@ pub async fn turn(
         Some(choice.agent.clone()),
         content,
     );
-    run.history = history(&earlier);
+    run.history = earlier;
     run.role = Role::Specialist;
     run.workflow = choice.workflow.clone();
     run.channel = Some(conversation.channel.clone());
@@ -213,13 +328,53 @@ pub async fn turn(
             json!({"stage": "agent"}),
         ),
     };
-    let reply = store
-        .append_messages(key, &conversation.id, &[reply], None)
-        .await?
-        .remove(0);
+    // From here the turn closes itself: the answer is written to its end.
+    guard.disarm();
+    let reply = append(store, key, &conversation.id, reply, None).await?;
     Ok(Turn {
         user,
         routing: Some(routing),
         reply,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(seq: i64, kind: &str) -> StoredMessage {
+        StoredMessage {
+            seq,
+            kind: kind.to_owned(),
+            content: format!("{kind} {seq}"),
+            app_slug: None,
+            agent: None,
+            data: Map::new(),
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn an_answer_whose_question_fell_outside_the_window_is_left_out() {
+        let read = as_read(&[
+            stored(4, "assistant"),
+            stored(5, "user"),
+            stored(7, "assistant"),
+            stored(8, "heartbeat"),
+            stored(9, "user"),
+            stored(11, "assistant"),
+        ]);
+        assert_eq!(
+            read,
+            [
+                json!({"role": "user", "content": "user 5"}),
+                json!({"role": "assistant", "content": "assistant 7"}),
+                json!({"role": "user", "content": "heartbeat 8"}),
+                json!({"role": "user", "content": "user 9"}),
+                json!({"role": "assistant", "content": "assistant 11"}),
+            ]
+        );
+        assert!(as_read(&[stored(1, "assistant")]).is_empty());
+        assert!(as_read(&[]).is_empty());
+    }
 }

@@ -15,6 +15,8 @@
 //! - [`scopes`]: the platform's scope catalogue.
 //! - [`audit`]: the audit log of cross-app calls.
 //! - [`grants`]: grants between the apps of a tenant, and whether one is honoured.
+//! - [`calls`]: cross-app calls and team delegation (`apps.invoke`, `apps.fetch`,
+//!   `team.delegate`), one function each that every entry point calls.
 //! - [`commitments`]: the promises apps' agents make, kept per tenant.
 //! - [`llm_roles`]: a tenant's model roles (`fast`, `specialist`, `orchestrator`).
 //! - [`services`]: the platform's services, built once per host, one function per capability
@@ -30,6 +32,8 @@
 pub use atrium_archive as archive;
 pub mod artifacts;
 pub mod audit;
+pub mod calls;
+mod cancel;
 pub mod commitments;
 pub mod conversations;
 pub mod files;

@@ -9,8 +9,10 @@
 //! | `execute` | to carry the plan out, with its tools | `review` |
 //! | `review` | whether the goal was reached and the criteria are met (`VISION_COMPLETE` when all are) | `done`, or the next cycle after the pause |
 //!
-//! A vision is created at activation only when the tenant selected a project through a
-//! `project_picker` setting. Before each phase the budgets are checked: `budget_max_goals`
+//! A vision is created at activation (and whenever an install moves to a version: an upgrade
+//! of any kind) only when the tenant selected a project through a `project_picker` setting; a
+//! version that no longer declares it stops it ([`retire_undeclared`]), one that declares it
+//! again starts it over. Before each phase the budgets are checked: `budget_max_goals`
 //! completed cycles, or `budget_max_cost_cents` spent by its phases, stop it with the reason
 //! recorded. A heartbeat's `<escalate-to-vision/>` brings a running vision's next phase
 //! forward to 30 seconds later. The scheduler's tick runs due phases; a phase is claimed by
@@ -77,9 +79,53 @@ pub async fn create_at_activation(
     };
     let mut created = Vec::new();
     for agent in manifest.agents.iter().filter(|a| a.vision.is_some()) {
-        created.push(store.ensure_vision(install, &agent.id, &project).await?);
+        let mut vision = store.ensure_vision(install, &agent.id, &project).await?;
+        // Retired by an earlier version, declared again by this one: it is pursued again.
+        if vision.state == "stopped"
+            && vision.stop_reason.as_deref() == Some(RETIRED)
+            && store
+                .restart_vision(&install.tenant(), &vision.id, RETIRED)
+                .await?
+        {
+            vision = store.vision_of(install, &agent.id).await?.unwrap_or(vision);
+        }
+        created.push(vision);
     }
     Ok(created)
+}
+
+/// Why a vision stopped when its install's version no longer declares it.
+pub const RETIRED: &str = "the installed version no longer declares this vision";
+
+/// Stops the visions of `install` that the version of `manifest` no longer declares (its
+/// agent has no vision there, or is gone), after the install moved to that version: each
+/// running or waiting one is `stopped` with [`RETIRED`] recorded as its stop, its phases kept.
+/// A later version that declares it again starts it over ([`create_at_activation`]). Answers
+/// how many it stopped.
+pub async fn retire_undeclared(
+    store: &atrium_store::Store,
+    install: &InstallKey,
+    manifest: &Manifest,
+) -> atrium_store::Result<usize> {
+    let tenant = install.tenant();
+    let mut stopped = 0;
+    for vision in store.visions(&tenant).await? {
+        let live = matches!(vision.state.as_str(), "running" | "awaiting_approval");
+        if vision.app_slug != install.app_slug
+            || !live
+            || declared(manifest, &vision.agent).is_some()
+        {
+            continue;
+        }
+        let from = (vision.state.as_str(), vision.phase.as_str());
+        if store
+            .step_vision(&tenant, &vision.id, from, stop(&vision, from.1, RETIRED))
+            .await?
+        {
+            stopped += 1;
+        }
+    }
+    Ok(stopped)
 }
 
 /// Why a vision's budget stops it, if one does.
@@ -189,9 +235,15 @@ pub async fn run_due(
         if !store.claim_vision(&tenant, &vision.id, due, lease).await? {
             continue;
         }
-        if let Err(e) = phase(serving, config, &install, &vision, now).await {
-            tracing::warn!(install = %install, vision = %vision.id, error = %e, "a vision phase could not run");
-        }
+        // A claimed phase runs to its end (its cost added, its step stored), whatever becomes
+        // of the tick that claimed it.
+        let (serving, config) = (serving.clone(), config.clone());
+        crate::cancel::to_the_end(async move {
+            if let Err(e) = phase(&serving, &config, &install, &vision, now).await {
+                tracing::warn!(install = %install, vision = %vision.id, error = %e, "a vision phase could not run");
+            }
+        })
+        .await;
         ran += 1;
     }
     Ok(ran)
@@ -238,9 +290,8 @@ async fn phase(
         .manifest_of(&install.app_slug, &installed.version)
         .await?;
     let Some(declared) = declared(&manifest, &vision.agent) else {
-        let reason = "the installed version no longer declares this vision";
         store
-            .step_vision(&tenant, &vision.id, from, stop(vision, from.1, reason))
+            .step_vision(&tenant, &vision.id, from, stop(vision, from.1, RETIRED))
             .await?;
         return Ok(());
     };

@@ -1,16 +1,18 @@
 //! Event wires between the apps of one tenant (spec section 6): the manifests' `emits` and
 //! `subscribes_to` are declarations; events flow only over a wire both sides approved. The
 //! subscriber side proposes a wire for one of its declared subscriptions (approved on its side
-//! at once), the emitter side approves, either side revokes. Activation proposes the wires of
-//! what the new install declares ([`propose_declared`]), never undoing a revoke. Only a tenant
-//! admin moves a wire: an app never approves anything.
+//! at once), the emitter side approves, either side revokes. Whenever an install lands on a
+//! version (activation, an upgrade of any kind) the wires of what that version declares are
+//! proposed ([`propose_declared`]), never undoing a revoke, and the wires it no longer
+//! declares are revoked ([`retire_undeclared`]). Only a tenant admin moves a wire otherwise:
+//! an app never approves anything.
 
 use atrium_manifest::{Manifest, SubscriptionTarget};
-use atrium_store::{NewWire, Wire};
+use atrium_store::{NewWire, TenantKey, Wire, WireFilter};
 use serde::Serialize;
 
 use crate::grants::GrantError;
-use crate::registry::Actor;
+use crate::registry::{Actor, Registry};
 use crate::serving::Serving;
 
 /// Where a wire stands.
@@ -241,14 +243,20 @@ pub async fn revoke(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire,
         .ok_or_else(|| GrantError::NotFound(format!("no wire `{id}`")))
 }
 
-/// Proposes, after `app` was activated, the wires its declarations and the tenant's other
-/// active installs make possible: each subscription of `app` to an installed emitter that
-/// declares the event, and each subscription of another install to an event `app` declares.
-/// The subscriber side is approved (the admin who activated it consented to its
-/// declarations); the emitter side stays pending. A wire that exists in any state, revoked
-/// included, is left as it is. Failures are logged: activation does not depend on them.
-pub async fn propose_declared(serving: &Serving, tenant: &Actor, app: &str, manifest: &Manifest) {
-    let store = serving.registry().store();
+/// Proposes, after `app` landed on the version of `manifest` (activated or upgraded), the
+/// wires its declarations and the tenant's other active installs make possible: each
+/// subscription of `app` to an installed emitter that declares the event, and each
+/// subscription of another install to an event `app` declares. The subscriber side is
+/// approved (the admin who activated it consented to its declarations); the emitter side stays
+/// pending. A wire that exists in any state, revoked included, is left as it is. Failures are
+/// logged: the activation or upgrade does not depend on them.
+pub async fn propose_declared(
+    registry: &Registry,
+    tenant: &TenantKey,
+    app: &str,
+    manifest: &Manifest,
+) {
+    let store = registry.store();
     let installs = match store.installs(tenant).await {
         Ok(installs) => installs,
         Err(e) => {
@@ -264,8 +272,7 @@ pub async fn propose_declared(serving: &Serving, tenant: &Actor, app: &str, mani
         let other = if install.app_slug == app {
             manifest.clone()
         } else {
-            match serving
-                .registry()
+            match registry
                 .manifest_of(&install.app_slug, &install.version)
                 .await
             {
@@ -312,6 +319,71 @@ pub async fn propose_declared(serving: &Serving, tenant: &Actor, app: &str, mani
         };
         if let Err(e) = store.propose_wire(tenant, &wire, false).await {
             tracing::error!(error = %e, emitter, event, subscriber, "proposing a declared event wire failed");
+        }
+    }
+}
+
+/// Whether `manifest` declares the subscription `wire` carries: its emitter, event and target.
+fn subscribes(manifest: &Manifest, wire: &Wire) -> bool {
+    manifest.subscribes_to.iter().any(|s| {
+        let (agent, heartbeat) = target_names(&s.target);
+        s.emitter_app == wire.emitter_app
+            && s.event_name == wire.event_name
+            && agent == wire.target_agent
+            && heartbeat == wire.target_heartbeat
+    })
+}
+
+/// Revokes, after `app` moved to the version of `manifest`, the tenant's wires that version no
+/// longer declares: those to `app` for a subscription (emitter, event and target) it dropped,
+/// and those from `app` for an event it no longer emits. Revoked is where a wire that carries
+/// nothing stays: what a later version proposes never undoes it, and the subscriber side
+/// proposes it again (`POST /api/wires`) to start it over. Failures are logged, as for
+/// proposals.
+pub async fn retire_undeclared(
+    registry: &Registry,
+    tenant: &TenantKey,
+    app: &str,
+    manifest: &Manifest,
+) {
+    let store = registry.store();
+    let sides = [
+        WireFilter {
+            subscriber_app: Some(app),
+            ..WireFilter::default()
+        },
+        WireFilter {
+            emitter_app: Some(app),
+            ..WireFilter::default()
+        },
+    ];
+    for filter in sides {
+        let wires = match store.wires_page(tenant, &filter, None, i64::MAX).await {
+            Ok(wires) => wires,
+            Err(e) => {
+                tracing::error!(error = %e, app, "listing event wires to retire failed");
+                continue;
+            }
+        };
+        for wire in wires.iter().filter(|w| w.revoked_at.is_none()) {
+            let declared = if filter.subscriber_app.is_some() {
+                subscribes(manifest, wire)
+            } else {
+                manifest.emits.contains(&wire.event_name)
+            };
+            if declared {
+                continue;
+            }
+            match store.revoke_wire(tenant, &wire.id).await {
+                Ok(_) => tracing::info!(
+                    wire = %wire.id, app, emitter = %wire.emitter_app, event = %wire.event_name,
+                    subscriber = %wire.subscriber_app,
+                    "retired an event wire the installed version no longer declares"
+                ),
+                Err(e) => {
+                    tracing::error!(error = %e, wire = %wire.id, app, "retiring an event wire failed");
+                }
+            }
         }
     }
 }

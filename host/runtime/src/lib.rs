@@ -57,5 +57,5 @@ pub use error::{CallError, LoadError};
 pub use invocation::{Caller, Invocation};
 pub use limits::{DeadlineExceeded, MemoryCapExceeded};
 pub use platform::{
-    Commitment, Platform, RoomPostRequest, agent_not_available, tool_not_available,
+    Commitment, Platform, Refused, RoomPostRequest, agent_not_available, tool_not_available,
 };

@@ -33,6 +33,34 @@ pub struct RoomPostRequest {
     pub metadata: Value,
 }
 
+/// What a refused delegation or cross-app call asked for ([`Platform::refused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused<'a> {
+    /// `team.delegate(target, _, from_agent)`.
+    Delegate {
+        /// The teammate asked for.
+        target: &'a str,
+        /// The agent delegating.
+        from_agent: &'a str,
+    },
+    /// `apps.invoke(app, agent, _)`.
+    Invoke {
+        /// The callee.
+        app: &'a str,
+        /// Its agent asked for.
+        agent: &'a str,
+    },
+    /// `apps.fetch(app, path, method, _)`.
+    Fetch {
+        /// The callee.
+        app: &'a str,
+        /// The method as the app gave it.
+        method: &'a str,
+        /// The path.
+        path: &'a str,
+    },
+}
+
 /// A commitment the runtime has checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Commitment {
@@ -93,6 +121,17 @@ pub trait Platform: Send + Sync + 'static {
         _from_agent: &str,
     ) -> Result<String, AgentCallError> {
         Err(agent_not_available(Capability::TeamDelegate))
+    }
+
+    /// A delegation or cross-app call the sandbox refused (`reason`) before it reached the
+    /// platform: nothing runs, and the platform records it with the calls it runs.
+    async fn refused(
+        &self,
+        _call: &CallInfo,
+        _chain: &ChainContext,
+        _what: Refused<'_>,
+        _reason: &str,
+    ) {
     }
 
     /// Invokes an agent of another app; the platform checks the grant.

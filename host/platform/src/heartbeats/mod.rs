@@ -110,14 +110,17 @@ pub fn feed_id(install: &InstallKey, agent: &str, slug: &str) -> String {
     format!("hb_{hex}")
 }
 
-/// The text a schedule is compared by: the declared schedule and the zone of its times.
+/// The text a schedule is compared by: the declared schedule, the zone of its times and the
+/// active hours its next runs are held to (a row whose window changed gets its next run
+/// computed anew, inside the new window).
 fn schedule_key(heartbeat: &Heartbeat) -> String {
-    let zone = heartbeat
-        .active_hours
-        .as_ref()
-        .map(|h| h.timezone.clone())
-        .unwrap_or_default();
-    format!("{:?}|{zone}", heartbeat.schedule)
+    match &heartbeat.active_hours {
+        Some(h) => format!(
+            "{:?}|{}|{}-{}",
+            heartbeat.schedule, h.timezone, h.start, h.end
+        ),
+        None => format!("{:?}|", heartbeat.schedule),
+    }
 }
 
 /// The heartbeats `manifest`'s agents declare, as the rows of `install` sync to.
@@ -158,7 +161,8 @@ fn zone_of(heartbeat: &Heartbeat, tenant_zone: Option<&str>) -> jiff::tz::TimeZo
     )
 }
 
-/// The resolved schedule of `heartbeat` of `agent` in `install`.
+/// The resolved schedule of `heartbeat` of `agent` in `install`, held to its active hours (read
+/// in `zone`, theirs): every next run it computes lies inside them.
 fn schedule_of(
     install: &InstallKey,
     agent: &str,
@@ -176,6 +180,7 @@ fn schedule_of(
         },
         zone,
     )
+    .within(heartbeat.active_hours.as_ref())
 }
 
 /// A next run that never comes (a schedule that never fires), as stored.
@@ -265,7 +270,7 @@ impl Scheduler {
         let due = store
             .due_heartbeats(now.as_millisecond(), DUE_PER_TICK)
             .await?;
-        let mut claimed = Vec::new();
+        let mut runs = Vec::new();
         let mut manifests = ManifestCache::default();
         let mut zones = ZoneCache::default();
         for row in due {
@@ -314,30 +319,47 @@ impl Scheduler {
             } else {
                 Trigger::Schedule
             };
-            let won = store
-                .claim_heartbeat_run(HeartbeatClaim {
-                    heartbeat: heartbeat_ref,
-                    due_at,
-                    trigger: trigger.as_str(),
-                    host: &self.host,
-                    at: now.as_millisecond(),
-                    advance: Some((Some(due_at), next)),
-                })
-                .await?;
-            if won {
-                claimed.push((row, due_at, trigger, manifest.clone()));
-            } else {
-                report.lost_claims += 1;
+            // The claim and the run it wins go to their end in tasks of their own, whatever
+            // becomes of the tick: a committed claim always gets its run and its recorded end,
+            // never left `running` for the reaper.
+            let (this, manifest) = (self.clone(), manifest.clone());
+            let claimed = crate::cancel::to_the_end(async move {
+                let won = this
+                    .serving
+                    .registry()
+                    .store()
+                    .claim_heartbeat_run(HeartbeatClaim {
+                        heartbeat: HeartbeatRef {
+                            install: &row.install,
+                            agent: &row.row.agent,
+                            slug: &row.row.slug,
+                        },
+                        due_at,
+                        trigger: trigger.as_str(),
+                        host: &this.host,
+                        at: now.as_millisecond(),
+                        advance: Some((Some(due_at), next)),
+                    })
+                    .await?;
+                Ok::<_, atrium_store::StoreError>(won.then(|| {
+                    tokio::spawn(async move {
+                        let _permit = this.permits.clone().acquire_owned().await;
+                        run::run(&this.serving, &row, &manifest, (due_at, now), trigger).await
+                    })
+                }))
+            })
+            .await?;
+            match claimed {
+                Some(run) => runs.push(run),
+                None => report.lost_claims += 1,
             }
         }
-        let runs = claimed.into_iter().map(|(row, due_at, trigger, manifest)| {
-            let this = self.clone();
-            async move {
-                let _permit = this.permits.clone().acquire_owned().await;
-                run::run(&this.serving, &row, &manifest, (due_at, now), trigger).await
+        for run in runs {
+            match run.await {
+                Ok(summary) => report.runs.push(summary),
+                Err(e) => tracing::error!(error = %e, "a heartbeat run panicked"),
             }
-        });
-        report.runs = futures::future::join_all(runs).await;
+        }
         report.vision_phases = crate::visions::run_due(&self.serving, &self.config, now).await?;
         Ok(report)
     }

@@ -5,15 +5,16 @@
 //! - `_internal_agent_memory` (tool `query`): the agent's memory entries of `params.kind`
 //!   (every kind when absent), newest first, at most `params.limit` (1 to 100, default 20);
 //!   the agent is the heartbeat's own.
-//! - Any other skill names a platform tool `<skill>.<tool>` called with `params`: it must be
-//!   LOW-risk ([`crate::serving::PlatformTool::risk`]) and the install must hold its scopes,
-//!   otherwise the run fails with that reason.
+//! - Any other skill names a platform tool `<skill>.<tool>` called with `params`, one of
+//!   [`atrium_manifest::skills::PLATFORM_TOOLS`] (the list the validator holds heartbeats to):
+//!   it must be LOW-risk ([`crate::serving::PlatformTool::risk`]) and the install must hold its
+//!   scopes, otherwise the run fails with that reason.
 //!
 //! What counts as found: the items of an array answer; of an object answer, the items of its
 //! array fields (`matches`, `messages`, ...), or one for an object without any; nothing for
 //! null.
 
-use atrium_manifest::Heartbeat;
+use atrium_manifest::{Heartbeat, skills};
 use atrium_store::Install;
 use serde_json::Value;
 
@@ -104,11 +105,18 @@ pub(super) async fn run(
             .map_err(|e| format!("the pre-filter `{AGENT_MEMORY}` failed: {e}"))?
         }
         skill => {
-            let name = format!("{skill}.{}", heartbeat.tool);
+            // The skills the validator accepts are the ones run here: one list
+            // (`atrium_manifest::skills`), which a version published before a skill went away
+            // may still name.
+            let Some(name) = skills::platform_tool(skill, &heartbeat.tool) else {
+                let why = skills::unknown_source(skill, &heartbeat.tool)
+                    .map(|u| u.message().to_owned())
+                    .unwrap_or_else(|| format!("`{skill}` is not a platform skill"));
+                return Err(format!("the pre-filter cannot run: {why}"));
+            };
             let Some(tool) = TOOLS.iter().find(|t| t.name == name) else {
                 return Err(format!(
-                    "the pre-filter skill `{skill}` has no tool `{}` on this platform",
-                    heartbeat.tool
+                    "the pre-filter skill tool `{name}` has no implementation on this host"
                 ));
             };
             if tool.risk != Risk::Low {
@@ -137,7 +145,7 @@ pub(super) async fn run(
                     tenant,
                     &install.app_slug,
                     &knowledge_of(install, &manifest),
-                    &name,
+                    name,
                     &params,
                 )
                 .await
@@ -173,5 +181,56 @@ mod tests {
         assert_eq!(count(&json!({"id": "rec_1"})), 1);
         assert_eq!(count(&json!({})), 0);
         assert_eq!(count(&json!("text")), 1);
+    }
+
+    /// The platform tools the host runs are the manifest's list, which the validator holds a
+    /// heartbeat's skill and tool to.
+    #[test]
+    fn the_catalogue_is_the_list_the_validator_checks() {
+        let mut catalogue: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        catalogue.sort_unstable();
+        assert_eq!(catalogue, skills::PLATFORM_TOOLS);
+    }
+
+    /// Every heartbeat of every example names a source that runs: a sentinel, or a LOW-risk
+    /// platform tool whose scopes the example asks for.
+    #[test]
+    fn every_example_heartbeat_names_a_source_that_runs() {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let mut heartbeats = 0;
+        for entry in std::fs::read_dir(&examples).unwrap() {
+            let path = entry.unwrap().path().join("atrium.app.yaml");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let manifest = atrium_manifest::validate(&text)
+                .manifest
+                .unwrap_or_else(|| panic!("{} is valid", path.display()));
+            for agent in &manifest.agents {
+                for h in &agent.heartbeats {
+                    heartbeats += 1;
+                    let at = format!("{}: {}/{}", path.display(), agent.id, h.slug);
+                    if skills::is_sentinel(&h.skill) {
+                        assert_eq!(h.tool, skills::SENTINEL_TOOL, "{at}");
+                        continue;
+                    }
+                    let name = skills::platform_tool(&h.skill, &h.tool).unwrap_or_else(|| {
+                        panic!("{at}: `{}.{}` is not provided", h.skill, h.tool)
+                    });
+                    let tool = TOOLS.iter().find(|t| t.name == name).unwrap();
+                    assert_eq!(tool.risk, Risk::Low, "{at}: {name}");
+                    for scope in tool.scopes {
+                        assert!(
+                            manifest.required_scopes.iter().any(|s| s == scope),
+                            "{at}: {name} needs {scope}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            heartbeats >= 12,
+            "the invoice desks' heartbeats: {heartbeats}"
+        );
     }
 }

@@ -21,8 +21,6 @@ use crate::registry::Actor;
 use crate::runner::AgentRun;
 use crate::serving::Serving;
 
-/// How many earlier messages of the thread or conversation the agent is shown.
-pub const HISTORY_MESSAGES: i64 = 20;
 /// The longest reply written to the agent's memory, in characters.
 pub const MAX_MEMORY_CHARS: usize = 8_000;
 /// The memory kind of what a substantive tick wrote.
@@ -227,11 +225,23 @@ fn compose(heartbeat: &Heartbeat, found: &prefilter::Found) -> String {
 
 /// The id of `agent`'s dedicated heartbeat thread: one per (tenant, app, agent).
 fn thread_id(install: &InstallKey, agent: &str) -> String {
+    conversation_id(install, agent, "heartbeat-thread")
+}
+
+/// The id of the user-facing conversation a `main` heartbeat of `agent` opens when the agent
+/// has none yet: one per (tenant, app, agent), so that a run that fails, is cut off or is
+/// suppressed before it writes into it leaves no second empty one behind.
+fn opened_main_id(install: &InstallKey, agent: &str) -> String {
+    conversation_id(install, agent, "heartbeat-main")
+}
+
+/// A conversation id fixed by the install, the agent and what the conversation is for.
+fn conversation_id(install: &InstallKey, agent: &str, purpose: &str) -> String {
     let mut hash = Sha256::new();
     for part in [
         install.org_id.as_str(),
         &install.tenant_id,
-        "heartbeat-thread",
+        purpose,
         &install.app_slug,
         agent,
     ] {
@@ -287,25 +297,18 @@ async fn conversation_for(
                 ));
             };
             store
-                .create_conversation(&tenant, user, "web", Some(agent))
+                .ensure_conversation(
+                    &tenant,
+                    &opened_main_id(&install.key(), agent),
+                    user,
+                    "web",
+                    Some(agent),
+                )
                 .await
                 .map(Some)
                 .map_err(failed)
         }
     }
-}
-
-/// The history the agent reads: the user's messages and the ticks' instructions as `user`,
-/// the answers as `assistant`.
-fn history_of(messages: &[atrium_store::StoredMessage]) -> Vec<Value> {
-    messages
-        .iter()
-        .filter_map(|m| match m.kind.as_str() {
-            "user" | "heartbeat" => Some(json!({"role": "user", "content": m.content})),
-            "assistant" => Some(json!({"role": "assistant", "content": m.content})),
-            _ => None,
-        })
-        .collect()
 }
 
 fn data(value: Value) -> Map<String, Value> {
@@ -357,11 +360,10 @@ async fn attempt(
     run.role = role_of(heartbeat.model_tier);
     run.channel = Some("heartbeat".to_owned());
     if let Some(c) = &conversation {
-        let earlier = store
-            .last_conversation_messages(&tenant.tenant, &c.id, HISTORY_MESSAGES)
-            .await
-            .map_err(|e| fail(format!("the platform failed to read the history: {e}"), 0))?;
-        run.history = history_of(&earlier);
+        run.history =
+            crate::conversations::history(store, &tenant.tenant, &c.id, &["user", "heartbeat"])
+                .await
+                .map_err(|e| fail(format!("the platform failed to read the history: {e}"), 0))?;
     }
     let answer = serving
         .run_agent(run)
@@ -513,31 +515,43 @@ pub(super) async fn run_now(
         version: install.version.clone(),
         row,
     };
-    let heartbeat = HeartbeatRef {
-        install: &due.install,
-        agent: &due.row.agent,
-        slug: &due.row.slug,
-    };
     let now = jiff::Timestamp::now();
-    // Two run-nows in one millisecond: the second takes the next free one.
-    for due_at in (now.as_millisecond()..).take(100) {
-        let claimed = store
-            .claim_heartbeat_run(HeartbeatClaim {
-                heartbeat,
-                due_at,
-                trigger: Trigger::RunNow.as_str(),
-                host: scheduler.host(),
-                at: due_at,
-                advance: None,
-            })
-            .await
-            .map_err(|e| RunNowError::Serve(e.into()))?;
-        if claimed {
-            return Ok(run(serving, &due, &manifest, (due_at, now), Trigger::RunNow).await);
+    // The claim and the run it wins go to their end together in a task of their own, whether
+    // or not the caller still waits: a claim committed under a caller that was cut off would
+    // otherwise stay `running` until the reaper finds it.
+    let (serving, host, feed_id) = (
+        serving.clone(),
+        scheduler.host().to_owned(),
+        feed_id.to_owned(),
+    );
+    crate::cancel::to_the_end(async move {
+        let store = serving.registry().store();
+        let heartbeat = HeartbeatRef {
+            install: &due.install,
+            agent: &due.row.agent,
+            slug: &due.row.slug,
+        };
+        // Two run-nows in one millisecond: the second takes the next free one.
+        for due_at in (now.as_millisecond()..).take(100) {
+            let claimed = store
+                .claim_heartbeat_run(HeartbeatClaim {
+                    heartbeat,
+                    due_at,
+                    trigger: Trigger::RunNow.as_str(),
+                    host: &host,
+                    at: due_at,
+                    advance: None,
+                })
+                .await
+                .map_err(|e| RunNowError::Serve(e.into()))?;
+            if claimed {
+                return Ok(run(&serving, &due, &manifest, (due_at, now), Trigger::RunNow).await);
+            }
         }
-    }
-    Err(RunNowError::Conflict {
-        code: "heartbeat_busy",
-        message: format!("heartbeat `{feed_id}` could not be claimed; try again"),
+        Err(RunNowError::Conflict {
+            code: "heartbeat_busy",
+            message: format!("heartbeat `{feed_id}` could not be claimed; try again"),
+        })
     })
+    .await
 }

@@ -14,7 +14,10 @@
 //!   into that one run. A time that a change repeats (01:30 on the night clocks go back) runs
 //!   once, at its first occurrence.
 //! - **Active hours** `[start, end)` in their zone; a window whose end is before its start
-//!   crosses midnight. A due time outside the window is skipped silently.
+//!   crosses midnight. The next run of a schedule held to its active hours
+//!   ([`Schedule::within`]) is the first time of the schedule inside the window, so a row's
+//!   `next_run_at` lies inside it; a due time outside the window (a wake, a tick too late for
+//!   the window) is skipped silently.
 //! - **Cooldown**: a due time less than `cooldown_seconds` after the last run is skipped.
 
 use atrium_manifest::cron::CronExpr;
@@ -35,7 +38,14 @@ pub const USER_ZONE: &str = "user";
 pub struct Schedule {
     kind: Kind,
     zone: TimeZone,
+    /// The active hours its due times are held to, read in `zone`.
+    hours: Option<ActiveHours>,
 }
+
+/// The most due times outside the active hours [`Schedule::next_after`] passes over before it
+/// concludes that none lies inside them (a daily time outside its window): more than a leap
+/// day's cron finds in four years, window by window.
+const MAX_OUTSIDE_WINDOW: usize = 2_000;
 
 #[derive(Debug, Clone)]
 enum Kind {
@@ -139,12 +149,61 @@ impl Schedule {
                 Err(_) => Kind::Never,
             },
         };
-        Schedule { kind, zone }
+        Schedule {
+            kind,
+            zone,
+            hours: None,
+        }
     }
 
-    /// The first due time strictly after `after`; none for a cron expression that never fires.
+    /// The same schedule held to `hours` (none: every due time), read in the schedule's zone,
+    /// which is the active hours' own (`active_hours.timezone`): [`Schedule::next_after`] then
+    /// answers only due times inside the window.
+    #[must_use]
+    pub fn within(mut self, hours: Option<&ActiveHours>) -> Schedule {
+        self.hours = hours.cloned();
+        self
+    }
+
+    /// The first due time strictly after `after` (inside the active hours, when the schedule
+    /// is held to them); none for a cron expression that never fires, or a schedule none of
+    /// whose times lies inside its window.
     #[must_use]
     pub fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
+        let Some(hours) = &self.hours else {
+            return self.next_on_schedule(after);
+        };
+        let mut from = after;
+        for _ in 0..MAX_OUTSIDE_WINDOW {
+            let due = self.next_on_schedule(from)?;
+            if within_active_hours(hours, &self.zone, due) {
+                return Some(due);
+            }
+            // The first due time at or after the window opens again.
+            let opening = self.next_opening(hours, due)?;
+            from = opening.checked_sub(SignedDuration::from_nanos(1)).ok()?;
+        }
+        None
+    }
+
+    /// The first instant after `after` at which the window `hours` opens (its `start`, read in
+    /// the zone: the end of the gap when daylight saving skips it).
+    fn next_opening(&self, hours: &ActiveHours, after: Timestamp) -> Option<Timestamp> {
+        let mut date = self.zone.to_datetime(after).date();
+        for _ in 0..3 {
+            let start = date.at(i8_of(hours.start.hour), i8_of(hours.start.minute), 0, 0);
+            if let Some(at) = self.instant_of(start)
+                && at > after
+            {
+                return Some(at);
+            }
+            date = date.tomorrow().ok()?;
+        }
+        None
+    }
+
+    /// The first time of the schedule strictly after `after`, whatever the active hours.
+    fn next_on_schedule(&self, after: Timestamp) -> Option<Timestamp> {
         match &self.kind {
             Kind::Interval { period, phase } => {
                 let t = after.as_second();
@@ -233,16 +292,10 @@ fn monday_zero(day: u8) -> Weekday {
 #[must_use]
 pub fn within_active_hours(hours: &ActiveHours, zone: &TimeZone, at: Timestamp) -> bool {
     let civil = zone.to_datetime(at);
-    let now = (civil.hour(), civil.minute());
-    let start = (i8_of(hours.start.hour), i8_of(hours.start.minute));
-    let end = (i8_of(hours.end.hour), i8_of(hours.end.minute));
-    if start < end {
-        start <= now && now < end
-    } else if start > end {
-        now >= start || now < end
-    } else {
-        false
-    }
+    hours.contains(TimeOfDay {
+        hour: u8::try_from(civil.hour()).unwrap_or(0),
+        minute: u8::try_from(civil.minute()).unwrap_or(0),
+    })
 }
 
 /// Whether a run at `at` respects the cooldown after the last run.
@@ -522,6 +575,101 @@ mod tests {
             Some(last),
             ts("2026-11-30T10:10:00Z")
         ));
+    }
+
+    #[test]
+    fn the_next_run_is_the_first_time_of_the_schedule_inside_the_active_hours() {
+        let window = |start: TimeOfDay, end: TimeOfDay, zone: &str| ActiveHours {
+            start,
+            end,
+            timezone: zone.into(),
+        };
+        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        let every_five = HeartbeatSchedule::Interval {
+            interval_minutes: 5,
+        };
+        let day = window(at(9, 0), at(17, 0), "Europe/Berlin");
+        let plain = Schedule::new(&every_five, routine("t", "s"), berlin.clone());
+        let held = plain.clone().within(Some(&day));
+        // Inside the window (11:00 in Berlin, winter: UTC+1): the grid, as without hours.
+        let from = ts("2026-11-30T10:00:00Z");
+        assert_eq!(held.next_after(from), plain.next_after(from));
+        // From 17:00, the window's end: not the grid time a few minutes later, but the first
+        // grid time at or after 09:00 the next morning.
+        let next = held.next_after(ts("2026-11-30T16:00:00Z")).unwrap();
+        assert!(
+            next >= ts("2026-12-01T08:00:00Z") && next < ts("2026-12-01T08:05:00Z"),
+            "{next}"
+        );
+        assert!(within_active_hours(&day, &berlin, next));
+        // Every next run of a day of runs lies inside the window.
+        let mut t = ts("2026-11-30T00:00:00Z");
+        for _ in 0..200 {
+            t = held.next_after(t).unwrap();
+            assert!(within_active_hours(&day, &berlin, t), "{t}");
+        }
+
+        // Hourly, 02:30 to 05:00 in New York, on the night clocks go forward (02:00 -> 03:00):
+        // the window opens at the end of the gap, and 03:00 EDT is its first hour.
+        let hourly = Schedule::new(
+            &HeartbeatSchedule::Cron {
+                cron_expression: "0 * * * *".into(),
+            },
+            routine("t", "s"),
+            TimeZone::get("America/New_York").unwrap(),
+        )
+        .within(Some(&window(at(2, 30), at(5, 0), "America/New_York")));
+        assert_eq!(
+            runs(&hourly, "2026-03-08T05:30:00Z", 3, "America/New_York"),
+            [
+                "2026-03-08 03:00 EDT",
+                "2026-03-08 04:00 EDT",
+                "2026-03-09 03:00 EDT"
+            ]
+        );
+
+        // A window across midnight, in Tokyo: from 02:00 the next run is 22:00.
+        let tokyo = Schedule::new(
+            &HeartbeatSchedule::Cron {
+                cron_expression: "0 * * * *".into(),
+            },
+            routine("t", "s"),
+            TimeZone::get("Asia/Tokyo").unwrap(),
+        )
+        .within(Some(&window(at(22, 0), at(2, 0), "Asia/Tokyo")));
+        assert_eq!(
+            runs(&tokyo, "2026-11-29T16:30:00Z", 4, "Asia/Tokyo"),
+            [
+                "2026-11-30 22:00 JST",
+                "2026-11-30 23:00 JST",
+                "2026-12-01 00:00 JST",
+                "2026-12-01 01:00 JST"
+            ]
+        );
+
+        // A daily time outside its window is never inside it: never due (the validator warns).
+        let never = Schedule::new(
+            &HeartbeatSchedule::Daily {
+                time_of_day: at(7, 30),
+            },
+            routine("t", "s"),
+            TimeZone::UTC,
+        )
+        .within(Some(&window(at(22, 0), at(6, 0), "UTC")));
+        assert_eq!(never.next_after(ts("2026-11-30T00:00:00Z")), None);
+        // Inside it, the daily time as without hours.
+        let daily = Schedule::new(
+            &HeartbeatSchedule::Daily {
+                time_of_day: at(7, 30),
+            },
+            routine("t", "s"),
+            TimeZone::UTC,
+        )
+        .within(Some(&window(at(7, 0), at(19, 0), "UTC")));
+        assert_eq!(
+            runs(&daily, "2026-11-30T08:00:00Z", 2, "UTC"),
+            ["2026-12-01 07:30 UTC", "2026-12-02 07:30 UTC"]
+        );
     }
 
     #[test]

@@ -107,7 +107,8 @@ fn outcome(outcome: &'static str, message: String, names: Vec<String>) -> Regist
 }
 
 impl Registry {
-    /// Activates (or re-activates) `app` for a tenant; see the module docs.
+    /// Activates (or re-activates) `app` for a tenant; see the module docs. The visions and
+    /// event wires then follow the version, as they do after every upgrade (`declared`).
     pub async fn activate(
         &self,
         tenant: &Actor,
@@ -238,7 +239,7 @@ impl Registry {
                 heartbeats: &heartbeats,
             })
             .await?;
-        crate::visions::create_at_activation(store, &key, &manifest, &install.settings).await?;
+        self.follow_declarations(&install, &manifest).await?;
         Ok(Activated {
             install,
             first,

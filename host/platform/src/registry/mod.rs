@@ -9,6 +9,7 @@
 
 mod agents;
 mod bundle;
+mod declared;
 mod errors;
 mod installs;
 mod integrations;
@@ -34,7 +35,7 @@ pub use errors::RegistryError;
 pub use installs::{ActivateRequest, Activated, Actor};
 pub use integrations::MAX_PROVIDER_CHARS;
 pub use preflight::{PreflightFile, PreflightRequest};
-pub use upgrades::{ForcedUpgrade, Pending, TenantUpgrade, UpgradeOutcome};
+pub use upgrades::{DevSettings, ForcedUpgrade, Pending, TenantUpgrade, UpgradeOutcome};
 
 use crate::artifacts::{self, Artifacts};
 use crate::sealing::SecretsKey;
@@ -58,6 +59,10 @@ pub struct Upload {
     pub docs: Vec<(String, Bytes)>,
     /// Template defaults: (file name, bytes), each a template object or an array of them.
     pub templates: Vec<(String, Bytes)>,
+    /// The digest of the component's build inputs as the developer tool computed them (a Rust
+    /// project's files), kept for preflight's comparison; a component's own record
+    /// ([`atrium_runtime::build_inputs`]) takes precedence. Ignored without a component.
+    pub build_inputs: Option<String>,
 }
 
 /// What a promotion did.
@@ -298,6 +303,7 @@ impl Registry {
                 "the app `{slug}` belongs to another developer; choose another app_id"
             )));
         }
+        check_build_inputs(upload.build_inputs.as_deref())?;
         let checked = self.check_upload(slug, &upload)?;
         let manifest = checked.manifest;
         if let Some(component) = &upload.component {
@@ -318,6 +324,13 @@ impl Registry {
             .component
             .as_deref()
             .and_then(atrium_runtime::build_inputs::read);
+        // What the version records for preflight: the component's own record, which also
+        // counts in the content (below), else the digest sent, which does not (a Rust
+        // component is identified by its bytes).
+        let recorded_inputs = match &upload.component {
+            Some(_) => build_inputs.clone().or_else(|| upload.build_inputs.clone()),
+            None => None,
+        };
         let content_digest = content_digest(
             &manifest_digest,
             component.as_ref(),
@@ -338,6 +351,7 @@ impl Registry {
             image: &manifest.runtime.image,
             templates: templates.as_ref().map(|(t, d)| (t.as_str(), d.as_str())),
             docs: &docs,
+            build_inputs: recorded_inputs.as_deref(),
         };
         let registered = match self.inner.store.register_version(&new).await {
             Ok(registered) => registered,
@@ -684,5 +698,22 @@ fn check_slug(slug: &str) -> Result<()> {
                 "`{slug}` is not an app slug: 3 to 64 lowercase letters, digits and hyphens, starting with a letter"
             ),
         })
+    }
+}
+
+/// A `build_inputs` sent with a registration or a preflight is a digest (`sha256:` and 64
+/// lowercase hex digits), or a 400 naming it.
+pub(crate) fn check_build_inputs(inputs: Option<&str>) -> Result<(), RegistryError> {
+    match inputs {
+        Some(inputs) if !atrium_runtime::build_inputs::is_digest(inputs) => {
+            Err(RegistryError::BadRequest {
+                param: "build_inputs",
+                message: format!(
+                    "build_inputs `{}` is not a digest: `sha256:` and 64 lowercase hex digits",
+                    inputs.chars().take(80).collect::<String>()
+                ),
+            })
+        }
+        _ => Ok(()),
     }
 }

@@ -1,10 +1,11 @@
 //! Preflight: the checks of `atrium lint` run by the platform on a project sent in one request,
 //! plus what only the platform can tell: scopes it does not know, an app_id owned by another
-//! developer, a version already registered with another manifest.
+//! developer, a version already registered with other content (another manifest, other build
+//! inputs, other docs or template defaults), which registering would refuse with 409.
 
 use atrium_manifest::project::{self, Finding};
 use atrium_manifest::{Code, Manifest, Severity};
-use atrium_store::Developer;
+use atrium_store::{Developer, FileRole};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +28,22 @@ pub struct PreflightRequest {
     /// ignored.
     #[serde(default)]
     pub files: Vec<PreflightFile>,
+    /// The digest of the build inputs of the component a deploy will register (`sha256:...`,
+    /// what `atrium build` records), when the tool knows it before building: compared with
+    /// the registered version's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_inputs: Option<String>,
+}
+
+/// What a preflight request says of the content a registration would send, beside the
+/// manifest.
+struct Sent<'a> {
+    /// The build inputs, when sent.
+    build_inputs: Option<&'a str>,
+    /// The docs files: (path under `app_docs/`, digest), sorted.
+    docs: Vec<(String, String)>,
+    /// The digest of the template defaults, when there are templates and they are valid.
+    templates: Option<String>,
 }
 
 /// One file of a project.
@@ -59,6 +76,7 @@ impl Registry {
                 ),
             });
         }
+        super::check_build_inputs(request.build_inputs.as_deref())?;
         let file = request
             .manifest_file
             .as_deref()
@@ -67,6 +85,7 @@ impl Registry {
 
         let mut templates: Vec<(String, Vec<u8>)> = Vec::new();
         let mut docs: Vec<(String, u64)> = Vec::new();
+        let mut doc_digests: Vec<(String, String)> = Vec::new();
         for (i, f) in request.files.iter().enumerate() {
             let bytes = match (&f.content, &f.content_base64) {
                 (Some(text), None) => text.clone().into_bytes(),
@@ -99,6 +118,7 @@ impl Registry {
                 .and_then(|p| p.strip_prefix('/'))
             {
                 docs.push((rel.to_owned(), bytes.len() as u64));
+                doc_digests.push((rel.to_owned(), artifacts::digest(&bytes)));
             }
         }
         templates.sort();
@@ -106,8 +126,23 @@ impl Registry {
             .iter()
             .map(|(f, b)| (f.clone(), b.as_slice()))
             .collect();
-        findings.extend(project::check_templates(&borrowed).1);
+        let (parsed, template_findings) = project::check_templates(&borrowed);
+        // As registration stores them (sorted by slug), to compare with the version's.
+        let templates_digest =
+            if templates.is_empty() || template_findings.iter().any(Finding::is_error) {
+                None
+            } else {
+                let parsed: Vec<_> = parsed.into_iter().map(|(_, t)| t).collect();
+                Some(super::canonical_templates(&parsed)?.1)
+            };
+        findings.extend(template_findings);
         findings.extend(project::check_docs(project::DOCS_DIR, &docs));
+        doc_digests.sort();
+        let sent = Sent {
+            build_inputs: request.build_inputs.as_deref(),
+            docs: doc_digests,
+            templates: templates_digest,
+        };
 
         if let Some(manifest) = validation.and_then(|v| v.manifest) {
             findings.extend(platform_findings(
@@ -116,20 +151,29 @@ impl Registry {
                 &manifest,
             ));
             findings.extend(
-                self.registry_findings(developer, file, request.manifest.as_bytes(), &manifest)
-                    .await?,
+                self.registry_findings(
+                    developer,
+                    file,
+                    request.manifest.as_bytes(),
+                    &manifest,
+                    &sent,
+                )
+                .await?,
             );
         }
         Ok(findings)
     }
 
-    /// Ownership and immutability, as the registry stands now.
+    /// Ownership and immutability, as the registry stands now: a version registered with
+    /// other content is an error (registering would be refused with 409), naming what differs
+    /// and a version that is free.
     async fn registry_findings(
         &self,
         developer: &Developer,
         file: &str,
         text: &[u8],
         manifest: &Manifest,
+        sent: &Sent<'_>,
     ) -> Result<Vec<Finding>> {
         let mut findings = Vec::new();
         let Some(app) = self.inner.store.app(&manifest.app_id).await? else {
@@ -148,31 +192,98 @@ impl Registry {
             ));
             return Ok(findings);
         }
-        if let Some(version) = self
+        let (slug, number) = (&manifest.app_id, &manifest.version);
+        let Some(version) = self.inner.store.version(slug, number).await? else {
+            return Ok(findings);
+        };
+        let mut differs = Vec::new();
+        if version.manifest_digest != artifacts::digest(text) {
+            differs.push("another manifest");
+        }
+        // Known only when both sides know them: the tool before its build, the version from
+        // its component's record or its registration.
+        let same_inputs = match (sent.build_inputs, version.build_inputs.as_deref()) {
+            (Some(new), Some(old)) => Some(new == old),
+            _ => None,
+        };
+        if same_inputs == Some(false) {
+            differs.push("other build inputs (the project's files or its SDK changed since)");
+        }
+        let mut stored_docs: Vec<(String, String)> = self
             .inner
             .store
-            .version(&manifest.app_id, &manifest.version)
+            .version_files(slug, number, FileRole::Docs)
             .await?
-        {
-            if version.manifest_digest == artifacts::digest(text) {
-                findings.push(Finding::plain(
-                    file,
-                    Severity::Warning,
-                    Code::Duplicate,
-                    "version",
-                    format!("version {} is already registered with this manifest; deploying it again changes nothing", manifest.version),
-                ));
-            } else {
-                findings.push(Finding::plain(
-                    file,
-                    Severity::Error,
-                    Code::Duplicate,
-                    "version",
-                    format!("version {} is already registered with another manifest; versions are immutable, bump `version`", manifest.version),
-                ));
-            }
+            .into_iter()
+            .map(|f| (f.path, f.digest))
+            .collect();
+        stored_docs.sort();
+        if stored_docs != sent.docs {
+            differs.push("other docs (app_docs/)");
         }
+        if let (Some(new), Some(old)) = (
+            sent.templates.as_deref(),
+            version.templates_digest.as_deref(),
+        ) && new != old
+        {
+            differs.push("other template defaults");
+        }
+        let image_app = version.component_digest.is_none() && sent.build_inputs.is_none();
+        if differs.is_empty() && (same_inputs == Some(true) || image_app) {
+            findings.push(Finding::plain(
+                file,
+                Severity::Warning,
+                Code::Duplicate,
+                "version",
+                format!(
+                    "version {number} is already registered with the same content; deploying it again changes nothing"
+                ),
+            ));
+            return Ok(findings);
+        }
+        let free = match self.next_free_patch(slug, number).await? {
+            Some(next) => format!(" ({next} is free: `atrium deploy --version {next}`)"),
+            None => String::new(),
+        };
+        findings.push(if differs.is_empty() {
+            Finding::plain(
+                file,
+                Severity::Warning,
+                Code::Duplicate,
+                "version",
+                format!(
+                    "version {number} is already registered with this manifest; deploying the same component again changes nothing, another one is refused (409 `immutable`): a changed app needs a new `version`{free}"
+                ),
+            )
+        } else {
+            Finding::plain(
+                file,
+                Severity::Error,
+                Code::Duplicate,
+                "version",
+                format!(
+                    "version {number} is already registered with {}; versions are immutable, bump `version`{free}",
+                    differs.join(", ")
+                ),
+            )
+        });
         Ok(findings)
+    }
+
+    /// The first patch version after `version` that `slug` has not registered (at most 100
+    /// tried).
+    async fn next_free_patch(&self, slug: &str, version: &str) -> Result<Option<String>> {
+        let mut next = atrium_manifest::rules::next_patch(version);
+        for _ in 0..100 {
+            let Some(candidate) = next else {
+                return Ok(None);
+            };
+            if self.inner.store.version(slug, &candidate).await?.is_none() {
+                return Ok(Some(candidate));
+            }
+            next = atrium_manifest::rules::next_patch(&candidate);
+        }
+        Ok(None)
     }
 }
 

@@ -4,8 +4,13 @@
 //! `pending_version`, for the tenant's consent and values); the tenant upgrades with consent
 //! and the values; the developer forces installs to a version, bypassing the policy, and may
 //! grant new scopes without consent on their own dev tenant only (a missing setting still
-//! waits: nobody but the tenant can give it a value). An install that moves takes the new
-//! version's settings checked as activation checks them: new ones at their defaults.
+//! waits: nobody but the tenant can give it a value; in their own dev tenant the developer is
+//! that tenant, and gives it with [`Registry::set_dev_settings`]). An install that moves takes
+//! the new version's settings checked as activation checks them: new ones at their defaults.
+//! Every move carries what activation does (the tenant's upgrade is an activation; a forced or
+//! automatic one writes the move, then runs the same code, `declared`): the heartbeat rows,
+//! visions and event wires the version declares are created or proposed, and those it no
+//! longer declares retired.
 
 use atrium_manifest::{AutoDefault, SettingType};
 use atrium_store::{Developer, Install, InstallValueKind};
@@ -71,8 +76,9 @@ pub struct ForcedUpgrade {
     /// The version to move installs to (default: the app's current version).
     #[serde(default)]
     pub target_version: Option<String>,
-    /// Only the installs of this organization (`org_...`, as the outcomes name it); needed
-    /// with `tenant`, since a tenant id is unique only within its organization.
+    /// Only the installs of this organization, by its `org_...` id (as the outcomes name it)
+    /// or its name (as the administration commands take it); needed with `tenant`, since a
+    /// tenant id is unique only within its organization.
     #[serde(default)]
     pub organization: Option<String>,
     /// Only this tenant of `organization`; default: every install.
@@ -154,6 +160,18 @@ impl Registry {
                 ),
             });
         }
+        // By id or by name. A name no organization has is kept as it is: it matches no
+        // install, as an unknown id does, and says nothing of which organizations exist.
+        let organization = match request.organization.as_deref() {
+            Some(reference) => Some(
+                self.inner
+                    .store
+                    .organization_id(reference)
+                    .await?
+                    .unwrap_or_else(|| reference.to_owned()),
+            ),
+            None => None,
+        };
         let dev_tenant = developer.dev_tenant.clone();
         if request.force_grant_new_scopes {
             let Some((org, tenant)) = &dev_tenant else {
@@ -163,7 +181,7 @@ impl Registry {
                 ));
             };
             let names_other = request.tenant.as_deref().is_some_and(|t| t != tenant)
-                || request.organization.as_deref().is_some_and(|o| o != org);
+                || organization.as_deref().is_some_and(|o| o != org);
             if names_other {
                 return Err(RegistryError::Forbidden(format!(
                     "force_grant_new_scopes is for dev tenants only; the developer's dev tenant is `{tenant}` of {org}"
@@ -173,10 +191,7 @@ impl Registry {
         let manifest = self.manifest_of(app_slug, &target).await?;
         let mut outcomes = Vec::new();
         for install in self.inner.store.installs_of_app(app_slug).await? {
-            let other_org = request
-                .organization
-                .as_deref()
-                .is_some_and(|o| o != install.org_id);
+            let other_org = organization.as_deref().is_some_and(|o| o != install.org_id);
             let other_tenant = request
                 .tenant
                 .as_deref()
@@ -301,6 +316,114 @@ impl Registry {
         Some(report)
     }
 
+    /// The developer's dev tenant `tenant`'s install of their app `app` (the caller checked
+    /// that the developer owns it and that `tenant` is their dev tenant, acting as the
+    /// developer): the install, the settings of the version it is meant to run and what that
+    /// version still needs.
+    pub async fn dev_settings(
+        &self,
+        tenant: &Actor,
+        app: &atrium_store::App,
+    ) -> Result<DevSettings> {
+        let store = &self.inner.store;
+        let install = store.install(&tenant.install(&app.slug)).await?;
+        let mut view = DevSettings {
+            install: None,
+            version: None,
+            install_settings: Vec::new(),
+            secret_settings: Vec::new(),
+            missing_settings: Vec::new(),
+            outcome: None,
+            first: false,
+        };
+        let Some(version) = dev_version(app, install.as_ref()) else {
+            view.install = install;
+            return Ok(view);
+        };
+        let manifest = self.manifest_of(&app.slug, &version).await?;
+        let secret_settings = match &install {
+            Some(_) => {
+                store
+                    .install_secret_keys(&tenant.install(&app.slug), InstallValueKind::Setting)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let integrations = self.integrations(&tenant.tenant).await?;
+        // What an activation on `version` would refuse for the settings, from the same check.
+        let checked = self.check_settings(
+            tenant,
+            &app.slug,
+            &manifest,
+            &ActivateRequest::default(),
+            install.as_ref(),
+            &secret_settings,
+            &integrations,
+        );
+        view.missing_settings = match checked {
+            Ok(_) => Vec::new(),
+            Err(RegistryError::Activation { names, .. }) => setting_names(names),
+            Err(e) => return Err(e),
+        };
+        view.install = install;
+        view.version = Some(version);
+        view.install_settings = manifest.install_settings;
+        view.secret_settings = secret_settings;
+        Ok(view)
+    }
+
+    /// The developer sets settings of their app's install in their dev tenant (given ids
+    /// only; the others keep their values), with the checks of a tenant admin's change: an
+    /// install active on the app's current version is changed as `PATCH /api/installs/{app}`
+    /// changes it ([`Registry::update_settings`]); any other (none yet, because the version
+    /// needs a setting without a default; an older version the promotion could not move;
+    /// an inactive one) is activated on the current version with these settings and the
+    /// scopes it asks for, as the promotion would have done ([`Registry::activate`]). The
+    /// caller checked what [`Registry::dev_settings`] says it checked.
+    pub async fn set_dev_settings(
+        &self,
+        tenant: &Actor,
+        app: &atrium_store::App,
+        settings: &Map<String, Value>,
+    ) -> Result<DevSettings> {
+        let slug = app.slug.as_str();
+        let existing = self.inner.store.install(&tenant.install(slug)).await?;
+        let target = dev_version(app, existing.as_ref()).ok_or_else(|| {
+            RegistryError::NotFound(format!(
+                "`{slug}` has no current version to run in the dev tenant: promote a version first"
+            ))
+        })?;
+        let (outcome, first) = match &existing {
+            Some(install)
+                if install.version == target
+                    && install.status == atrium_store::InstallStatus::Active =>
+            {
+                self.update_settings(tenant, slug, settings).await?;
+                ("updated", false)
+            }
+            _ => {
+                let required = self.manifest_of(slug, &target).await?.required_scopes;
+                let request = ActivateRequest {
+                    granted_scopes: Some(required),
+                    settings: settings.clone(),
+                    version: Some(target.clone()),
+                    ..ActivateRequest::default()
+                };
+                let activated = self.activate(tenant, slug, &request).await?;
+                let outcome = match &existing {
+                    None => "installed",
+                    Some(install) if install.version != target => "upgraded",
+                    Some(_) => "activated",
+                };
+                (outcome, activated.first)
+            }
+        };
+        let mut view = self.dev_settings(tenant, app).await?;
+        view.outcome = Some(outcome);
+        view.first = first;
+        Ok(view)
+    }
+
     /// What an install with a pending version waits for; `None` without one.
     pub async fn pending(&self, install: &Install) -> Result<Option<Pending>> {
         let Some(version) = &install.pending_version else {
@@ -369,10 +492,7 @@ impl Registry {
         let missing_settings = match checked {
             Ok(checked) if new_scopes.is_empty() => return Ok(Needs::Nothing(checked.settings)),
             Ok(_) => Vec::new(),
-            Err(RegistryError::Activation { names, .. }) => names
-                .into_iter()
-                .map(|n| n.split(':').next().unwrap_or_default().to_owned())
-                .collect(),
+            Err(RegistryError::Activation { names, .. }) => setting_names(names),
             Err(e) => return Err(e),
         };
         Ok(Needs::Some {
@@ -444,8 +564,51 @@ impl Registry {
                 &crate::heartbeats::declared(&install.key(), manifest),
             )
             .await?;
+        // What activation carries besides the install, by the same code: the visions and event
+        // wires the new version declares, and the retirement of those it no longer does.
+        let moved = Install {
+            version: version.to_owned(),
+            granted_scopes: manifest.required_scopes.clone(),
+            settings,
+            pending_version: None,
+            ..install.clone()
+        };
+        self.follow_declarations(&moved, manifest).await?;
         Ok(outcome)
     }
+}
+
+/// The developer's dev tenant's install of their app, and the settings that apply to it
+/// ([`Registry::dev_settings`], [`Registry::set_dev_settings`]).
+#[derive(Debug, Clone)]
+pub struct DevSettings {
+    /// The install; none while the dev tenant has none (a promotion whose version needs a
+    /// setting without a default installs nothing).
+    pub install: Option<Install>,
+    /// The version whose settings apply: the app's current version (a promotion puts the dev
+    /// tenant there), else the install's; none before any promotion.
+    pub version: Option<String>,
+    /// That version's `install_settings`.
+    pub install_settings: Vec<atrium_manifest::InstallSetting>,
+    /// The ids of the install's secret settings that have a value (values are never answered).
+    pub secret_settings: Vec<String>,
+    /// The settings that version needs a value for before the install can run it: required
+    /// without a value or a default, or with a stored value its rules refuse.
+    pub missing_settings: Vec<String>,
+    /// What [`Registry::set_dev_settings`] did: `updated` (the install on the current version),
+    /// `installed` (its first activation), `upgraded` (moved to the current version) or
+    /// `activated` (an inactive install, activated again); none for a read.
+    pub outcome: Option<&'static str>,
+    /// Whether that was the install's first activation (its `on_install` is due).
+    pub first: bool,
+}
+
+/// The version the dev tenant's install of `app` is meant to run: the app's current version,
+/// else the install's.
+fn dev_version(app: &atrium_store::App, install: Option<&Install>) -> Option<String> {
+    app.current_version
+        .clone()
+        .or_else(|| install.map(|i| i.version.clone()))
 }
 
 /// What moving an install needs.
@@ -457,4 +620,12 @@ enum Needs {
         new_scopes: Vec<String>,
         missing_settings: Vec<String>,
     },
+}
+
+/// The settings an activation refusal names (`name: why` each), without the why.
+fn setting_names(names: Vec<String>) -> Vec<String> {
+    names
+        .into_iter()
+        .map(|n| n.split(':').next().unwrap_or_default().to_owned())
+        .collect()
 }

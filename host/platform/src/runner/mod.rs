@@ -32,7 +32,6 @@ use atrium_store::Install;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use crate::audit;
 use crate::llm_roles::{self, Role};
 use crate::registry::{Actor, InstalledAgent, merged_agents, merged_workflows};
 use crate::serving::{Serving, knowledge_of};
@@ -237,6 +236,8 @@ pub struct AgentReply {
     pub tool_steps: Vec<ToolStep>,
     /// What it spent.
     pub usage: RunUsage,
+    /// The chain depth it ran at.
+    pub chain_depth: u32,
     /// The last model that answered.
     pub model: String,
     /// Its provider.
@@ -523,6 +524,7 @@ impl Serving {
                     messages: messages.split_off(first_added),
                     tool_steps,
                     usage,
+                    chain_depth: inv.chain.depth,
                     model: completed.model.id.clone(),
                     provider: completed.model.provider.as_str().to_owned(),
                 });
@@ -666,49 +668,28 @@ impl Serving {
                         "`prompt` must say what to ask",
                     ));
                 }
-                let started = std::time::Instant::now();
-                let store = self.registry().store();
-                let mut call = audit::Call {
-                    kind: audit::Kind::Delegate,
-                    caller_app: &run.app_slug,
-                    caller_agent: Some(&agent.id),
-                    callee_app: &run.app_slug,
+                let delegation = crate::calls::Delegation {
+                    app: &run.app_slug,
+                    from_agent: &agent.id,
                     target,
-                    chain: &inv.chain,
+                    prompt,
                 };
-                let chain = match sandbox::delegate(manifest, &inv.chain, false, target, &agent.id)
-                {
-                    Ok(chain) => chain,
-                    Err(r) => {
-                        let outcome = audit::Outcome::Refused(r.reason.clone());
-                        audit::record(store, &run.tenant, &call, started, &outcome).await;
-                        return Err(refused("denied", r.reason));
-                    }
-                };
-                call.chain = &chain;
-                let nested = AgentRun {
-                    tenant: run.tenant.clone(),
-                    app_slug: run.app_slug.clone(),
-                    agent: Some(target.to_owned()),
-                    prompt: prompt.to_owned(),
-                    history: Vec::new(),
-                    chain: Some(chain.clone()),
-                    role: Role::Specialist,
-                    workflow: None,
-                    channel: run.channel.clone(),
+                let bounds = crate::calls::RunBounds {
                     deadline: Some(deadline),
                     limits: run.limits,
-                    events: None,
+                    channel: run.channel.clone(),
                 };
-                let answer = self.run_agent(nested).await;
-                let outcome = match &answer {
-                    Ok(_) => audit::Outcome::Ok,
-                    Err(e) => audit::Outcome::Failed(e.reason.clone()),
-                };
-                audit::record(store, &run.tenant, &call, started, &outcome).await;
+                let chain = crate::calls::Chain::caller(&inv.chain);
+                let answer =
+                    crate::calls::delegate(self, &run.tenant, delegation, chain, bounds).await;
                 answer
                     .map(|reply| json!({"agent": reply.agent, "answer": reply.content}))
-                    .map_err(|e| refused("agent_call_failed", e.reason))
+                    .map_err(|e| match e {
+                        crate::calls::CallFailure::Refused(reason) => refused("denied", reason),
+                        crate::calls::CallFailure::Failed(reason) => {
+                            refused("agent_call_failed", reason)
+                        }
+                    })
             }
         }
     }

@@ -95,6 +95,31 @@ impl Serving {
                 })
             })
             .collect();
+        // The wait for the deliveries and their audit entries run in a task of their own too:
+        // an emitter cut off while it waits (its call's deadline) leaves every delivery
+        // recorded all the same.
+        let serving = self.clone();
+        let collected = tokio::spawn(async move { serving.collect(emit, deliveries).await });
+        let (dispatched, failures) = collected.await.map_err(|e| {
+            tracing::error!(error = %e, emitter, event = name, "an event's deliveries were lost");
+            AgentCallError {
+                reason: "the platform failed to deliver the event; try again".into(),
+            }
+        })?;
+        Ok(EmitResult {
+            wire_count,
+            dispatched,
+            failures,
+        })
+    }
+
+    /// Waits (at most [`EVENT_WAIT`]) for the deliveries of `emit` and records them: how many
+    /// were dispatched and how many failed.
+    async fn collect(
+        &self,
+        emit: Arc<Emit>,
+        deliveries: Vec<tokio::task::JoinHandle<(Wire, Duration, Delivered)>>,
+    ) -> (u32, u32) {
         let until = tokio::time::Instant::now() + EVENT_WAIT;
         let (mut dispatched, mut failures) = (0u32, 0u32);
         let mut ended = Vec::with_capacity(deliveries.len());
@@ -110,7 +135,7 @@ impl Serving {
                 }
                 Ok(Err(e)) => {
                     failures += 1;
-                    tracing::error!(error = %e, emitter, event = name, "an event delivery panicked");
+                    tracing::error!(error = %e, emitter = %emit.emitter, "an event delivery panicked");
                 }
                 Err(_) => {
                     // Still running: counted as failed now, recorded when it ends.
@@ -128,11 +153,7 @@ impl Serving {
         }
         // One write for every delivery that ended in time.
         self.audit_deliveries(&emit, &ended).await;
-        Ok(EmitResult {
-            wire_count,
-            dispatched,
-            failures,
-        })
+        (dispatched, failures)
     }
 
     /// Delivers `emit` over `wire` to the subscriber's `install`.

@@ -334,24 +334,16 @@ pub(crate) fn knowledge_of(install: &Install, manifest: &atrium_manifest::Manife
 }
 
 impl Serving {
-    /// Proposes the event wires the activated install's declarations make possible
-    /// ([`crate::wires::propose_declared`]), then runs `on_install` after the first activation
-    /// of a component app that declares it. When the hook fails the activation is undone (the
-    /// install removed) and the error returned.
+    /// Runs `on_install` after the first activation of a component app that declares it (the
+    /// activation itself proposed the event wires and created the visions its version declares:
+    /// `Registry::activate`). When the hook fails the activation is undone (the install
+    /// removed) and the error returned.
     pub async fn after_activation(
         &self,
         tenant: &Actor,
         install: &Install,
         first: bool,
     ) -> Result<(), ServeError> {
-        if let Ok(manifest) = self
-            .inner
-            .registry
-            .manifest_of(&install.app_slug, &install.version)
-            .await
-        {
-            crate::wires::propose_declared(self, tenant, &install.app_slug, &manifest).await;
-        }
         if !first {
             return Ok(());
         }

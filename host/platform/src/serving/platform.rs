@@ -1,24 +1,22 @@
 //! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, a thin adapter:
 //! the install's identity and a handle on the [`Services`], each method one call into the
-//! capability's service; `agent.ask` and `team.delegate` run the agent in the agent runner
-//! ([`crate::runner`]) with the chain the sandbox advanced. `apps.invoke` runs the callee's
-//! agent and `apps.fetch` calls its route once its grant is honoured
-//! ([`crate::grants::honoured`]); `events.emit` fans out over the event's active wires
+//! capability: `agent.ask` runs the agent in the agent runner ([`crate::runner`]) with the
+//! chain the sandbox advanced; `team.delegate`, `apps.invoke`, `apps.fetch` and the calls the
+//! sandbox refused go to [`crate::calls`], the function every other entry point of those calls
+//! reaches too; `events.emit` fans out over the event's active wires
 //! ([`Serving::emit_event`]); `rooms.post` stores the post and routes its mentions
 //! ([`Serving::post_as_agent`]).
-
-use std::time::Instant;
 
 use async_trait::async_trait;
 use atrium_runtime::{
     AgentCallError, CallInfo, ChainContext, Commitment, EmitResult, FetchResponse, Platform,
-    RoomPost, RoomPostRequest, ToolCallError,
+    Refused, RoomPost, RoomPostRequest, ToolCallError,
 };
 use serde_json::Value;
 
 use super::Serving;
 use super::tools::{Knowledge, TOOLS};
-use crate::audit;
+use crate::calls;
 use crate::registry::Actor;
 use crate::runner::AgentRun;
 use crate::services::Services;
@@ -53,63 +51,6 @@ impl InstallPlatform {
 impl InstallPlatform {
     fn services(&self) -> &Services {
         self.serving.services()
-    }
-
-    /// Records a cross-app call of this install in the tenant's audit log.
-    async fn audit(&self, call: &audit::Call<'_>, started: Instant, outcome: &audit::Outcome) {
-        audit::record(
-            self.serving.registry().store(),
-            &self.tenant,
-            call,
-            started,
-            outcome,
-        )
-        .await;
-    }
-
-    /// Whether the grant to `call`'s callee admits its target (an agent, or `__route__` for
-    /// `route`); a refusal is recorded and answered.
-    async fn granted(
-        &self,
-        call: &audit::Call<'_>,
-        started: Instant,
-        target: &str,
-    ) -> Result<(), AgentCallError> {
-        let honoured = crate::grants::honoured(
-            &self.serving,
-            &self.tenant,
-            &self.app_slug,
-            call.callee_app,
-            target,
-        )
-        .await;
-        match honoured {
-            Ok(_) => Ok(()),
-            Err(reason) => {
-                self.audit(call, started, &audit::Outcome::Refused(reason.clone()))
-                    .await;
-                Err(AgentCallError { reason })
-            }
-        }
-    }
-
-    /// Runs `agent` of `app`'s install for this tenant, asked `prompt`, on `chain` (the
-    /// sandbox's checks passed and the chain entered at the agent): this app's own agent for
-    /// `agent.ask` and `team.delegate`, a callee's (under its own install) for `apps.invoke`.
-    async fn run_agent_of(
-        &self,
-        app: &str,
-        chain: &ChainContext,
-        agent: &str,
-        prompt: &str,
-    ) -> Result<String, AgentCallError> {
-        let mut run = AgentRun::new(self.tenant.clone(), app, Some(agent.to_owned()), prompt);
-        run.chain = Some(chain.clone());
-        self.serving
-            .run_agent(run)
-            .await
-            .map(|reply| reply.content)
-            .map_err(AgentCallError::from)
     }
 }
 
@@ -146,8 +87,18 @@ impl Platform for InstallPlatform {
         agent: &str,
         prompt: &str,
     ) -> Result<String, AgentCallError> {
-        self.run_agent_of(&self.app_slug, chain, agent, prompt)
+        let mut run = AgentRun::new(
+            self.tenant.clone(),
+            &self.app_slug,
+            Some(agent.to_owned()),
+            prompt,
+        );
+        run.chain = Some(chain.clone());
+        self.serving
+            .run_agent(run)
             .await
+            .map(|reply| reply.content)
+            .map_err(AgentCallError::from)
     }
 
     async fn delegate(
@@ -158,20 +109,40 @@ impl Platform for InstallPlatform {
         prompt: &str,
         from_agent: &str,
     ) -> Result<String, AgentCallError> {
-        let started = Instant::now();
-        let answer = self
-            .run_agent_of(&self.app_slug, chain, target, prompt)
-            .await;
-        let call = audit::Call {
-            kind: audit::Kind::Delegate,
-            caller_app: &self.app_slug,
-            caller_agent: Some(from_agent),
-            callee_app: &self.app_slug,
+        let delegation = calls::Delegation {
+            app: &self.app_slug,
+            from_agent,
             target,
-            chain,
+            prompt,
         };
-        self.audit(&call, started, &ran(&answer)).await;
-        answer
+        calls::delegate(
+            &self.serving,
+            &self.tenant,
+            delegation,
+            calls::Chain::Entered(chain),
+            calls::RunBounds::default(),
+        )
+        .await
+        .map(|reply| reply.content)
+        .map_err(AgentCallError::from)
+    }
+
+    async fn refused(
+        &self,
+        _call: &CallInfo,
+        chain: &ChainContext,
+        what: Refused<'_>,
+        reason: &str,
+    ) {
+        calls::refused(
+            &self.serving,
+            &self.tenant,
+            &self.app_slug,
+            chain,
+            what,
+            reason,
+        )
+        .await;
     }
 
     async fn invoke_app(
@@ -182,22 +153,19 @@ impl Platform for InstallPlatform {
         agent: &str,
         prompt: &str,
     ) -> Result<String, AgentCallError> {
-        let started = Instant::now();
-        let call = audit::Call {
-            kind: audit::Kind::Invoke,
-            caller_app: &self.app_slug,
-            // The chain ends with the callee; the agent before it called.
-            caller_agent: audit::agent_on_chain(chain, 1),
-            callee_app: app,
-            target: agent,
+        let chain = calls::Chain::Entered(chain);
+        calls::invoke(
+            &self.serving,
+            &self.tenant,
+            &self.app_slug,
+            app,
+            agent,
+            prompt,
             chain,
-        };
-        self.granted(&call, started, agent).await?;
-        // The callee's agent runs under the callee's install: its scopes, settings, tools and
-        // model bill.
-        let answer = self.run_agent_of(app, chain, agent, prompt).await;
-        self.audit(&call, started, &ran(&answer)).await;
-        answer
+        )
+        .await
+        .map(|reply| reply.content)
+        .map_err(AgentCallError::from)
     }
 
     async fn fetch_app(
@@ -209,30 +177,21 @@ impl Platform for InstallPlatform {
         method: &str,
         body: Option<Vec<u8>>,
     ) -> Result<FetchResponse, AgentCallError> {
-        let started = Instant::now();
-        let target = format!("{method} {path}");
-        let call = audit::Call {
-            kind: audit::Kind::Fetch,
-            caller_app: &self.app_slug,
-            caller_agent: audit::agent_on_chain(chain, 0),
-            callee_app: app,
-            target: &target,
-            chain,
+        let fetch = calls::Fetch {
+            caller: &self.app_slug,
+            callee: app,
+            method,
+            path,
         };
-        self.granted(&call, started, crate::grants::ROUTE).await?;
-        let answer = self
-            .serving
-            .app_fetch(&self.tenant, &self.app_slug, app, method, path, body, chain)
-            .await;
-        let outcome = match &answer {
-            Ok(response) if response.status < 500 => audit::Outcome::Ok,
-            Ok(response) => {
-                audit::Outcome::Failed(format!("the route answered {}", response.status))
-            }
-            Err(reason) => audit::Outcome::Failed(reason.clone()),
-        };
-        self.audit(&call, started, &outcome).await;
-        answer.map_err(|reason| AgentCallError { reason })
+        calls::fetch(
+            &self.serving,
+            &self.tenant,
+            fetch,
+            body,
+            calls::Chain::Entered(chain),
+        )
+        .await
+        .map_err(AgentCallError::from)
     }
 
     async fn emit(
@@ -278,13 +237,5 @@ impl Platform for InstallPlatform {
 
     fn public_callback_url(&self, _call: &CallInfo, path: &str) -> String {
         super::routes::public_route_path(&self.app_slug, &self.tenant, path)
-    }
-}
-
-/// How an agent call that ran ended, for the audit log.
-fn ran<T>(answer: &Result<T, AgentCallError>) -> audit::Outcome {
-    match answer {
-        Ok(_) => audit::Outcome::Ok,
-        Err(e) => audit::Outcome::Failed(e.reason.clone()),
     }
 }

@@ -26,7 +26,9 @@ pub struct PlatformTool {
     pub risk: Risk,
 }
 
-/// Every platform tool, by name.
+/// Every platform tool, by name: exactly the names of
+/// [`atrium_manifest::skills::PLATFORM_TOOLS`], the list the validator holds a heartbeat's
+/// skill and tool to (a test of the pre-filter checks that they agree).
 pub const TOOLS: &[PlatformTool] = &[
     PlatformTool {
         name: "chat.complete",

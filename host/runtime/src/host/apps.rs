@@ -4,7 +4,7 @@ use atrium_manifest::sandbox;
 
 use crate::bindings::atrium::app::apps;
 use crate::state::CallContext;
-use crate::{AgentCallError, FetchResponse};
+use crate::{AgentCallError, FetchResponse, Refused};
 
 /// The `apps` capability's view of a call.
 pub(crate) struct Apps<'a> {
@@ -23,7 +23,16 @@ impl apps::Host for Apps<'_> {
         let call = self.call;
         let chain = match sandbox::invoke(&call.chain, call.info.public_route, &app, &agent) {
             Ok(chain) => chain,
-            Err(refusal) => return Ok(Err(refusal.into())),
+            Err(refusal) => {
+                let what = Refused::Invoke {
+                    app: &app,
+                    agent: &agent,
+                };
+                call.platform
+                    .refused(&call.info, &call.chain, what, &refusal.reason)
+                    .await;
+                return Ok(Err(refusal.into()));
+            }
         };
         Ok(call
             .platform
@@ -41,7 +50,17 @@ impl apps::Host for Apps<'_> {
         let call = self.call;
         let (method, chain) = match sandbox::fetch(&call.chain, &path, &method) {
             Ok(checked) => checked,
-            Err(refusal) => return Ok(Err(refusal.into())),
+            Err(refusal) => {
+                let what = Refused::Fetch {
+                    app: &app,
+                    method: &method,
+                    path: &path,
+                };
+                call.platform
+                    .refused(&call.info, &call.chain, what, &refusal.reason)
+                    .await;
+                return Ok(Err(refusal.into()));
+            }
         };
         Ok(call
             .platform

@@ -2,9 +2,9 @@
 
 use atrium_manifest::sandbox;
 
-use crate::AgentCallError;
 use crate::bindings::atrium::app::team;
 use crate::state::CallContext;
+use crate::{AgentCallError, Refused};
 
 /// The `team` capability's view of a call.
 pub(crate) struct Team<'a> {
@@ -29,7 +29,16 @@ impl team::Host for Team<'_> {
             &from_agent,
         ) {
             Ok(chain) => chain,
-            Err(refusal) => return Ok(Err(refusal.into())),
+            Err(refusal) => {
+                let what = Refused::Delegate {
+                    target: &target,
+                    from_agent: &from_agent,
+                };
+                call.platform
+                    .refused(&call.info, &call.chain, what, &refusal.reason)
+                    .await;
+                return Ok(Err(refusal.into()));
+            }
         };
         Ok(call
             .platform

@@ -1,0 +1,404 @@
+//! Cross-app calls and team delegation: `team.delegate` (and the model's `team-delegate`
+//! tool), `apps.invoke` and `apps.fetch`, each one function that every entry point calls: a
+//! component's import (through [`crate::serving::InstallPlatform`]), an `/api/mcp/*` callback
+//! of an app outside the runtime, and a model's tool call in the agent runner. Each function
+//! applies the sandbox's chain rule and the team check, then the grant check
+//! ([`crate::grants::honoured`]), and writes the call's audit entry ([`audit::Open`]) once,
+//! however it ends.
+//!
+//! A component's import reaches the platform with its chain already checked and entered by the
+//! runtime's sandbox (which also runs in the SDKs' test doubles and the local runner):
+//! [`Chain::Entered`]. The runtime reports what it refused through [`refused`], so the log
+//! holds those calls too. Every other entry point hands the caller's chain ([`Chain::Caller`])
+//! and the rule is applied here.
+
+use atrium_manifest::sandbox::{self, ChainContext};
+use atrium_runtime::FetchResponse;
+use tokio::time::Instant;
+
+use crate::audit;
+use crate::registry::Actor;
+use crate::runner::{AgentReply, AgentRun, Limits};
+use crate::serving::Serving;
+
+/// The chain of a call as it reaches the platform.
+#[derive(Debug, Clone, Copy)]
+pub enum Chain<'a> {
+    /// The caller's chain, the callee not entered yet: the platform applies the sandbox rule.
+    /// `public_route` says the call comes from a public route's handler (which may not call
+    /// other apps or agents).
+    Caller {
+        /// The caller's chain.
+        chain: &'a ChainContext,
+        /// Whether the caller is a public route's handler.
+        public_route: bool,
+    },
+    /// The chain the runtime's sandbox already checked and entered (a component's import).
+    Entered(&'a ChainContext),
+}
+
+impl<'a> Chain<'a> {
+    /// The caller's chain from a request that is not a public route.
+    #[must_use]
+    pub fn caller(chain: &'a ChainContext) -> Self {
+        Chain::Caller {
+            chain,
+            public_route: false,
+        }
+    }
+
+    /// The chain as the audit log shows a call before it is entered.
+    fn as_given(&self) -> &'a ChainContext {
+        match self {
+            Chain::Caller { chain, .. } | Chain::Entered(chain) => chain,
+        }
+    }
+}
+
+/// Why a cross-app call produced no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallFailure {
+    /// A rule refused it (the chain, the team, the grant): the reason names the rule.
+    #[error("{0}")]
+    Refused(String),
+    /// It ran and failed (the agent's run, the route): the reason says why.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CallFailure {
+    /// The sentence an app or a client is told.
+    #[must_use]
+    pub fn reason(&self) -> &str {
+        match self {
+            CallFailure::Refused(reason) | CallFailure::Failed(reason) => reason,
+        }
+    }
+}
+
+impl From<CallFailure> for atrium_runtime::AgentCallError {
+    fn from(failure: CallFailure) -> Self {
+        atrium_runtime::AgentCallError {
+            reason: match failure {
+                CallFailure::Refused(reason) | CallFailure::Failed(reason) => reason,
+            },
+        }
+    }
+}
+
+/// How a run started by a call is bounded beyond its tenant's limits: a delegating run's
+/// deadline, limits and channel carry over to its teammate.
+#[derive(Debug, Clone, Default)]
+pub struct RunBounds {
+    /// A deadline the run must also keep.
+    pub deadline: Option<Instant>,
+    /// The limits; none: the tenant's.
+    pub limits: Option<Limits>,
+    /// The channel the request came on, for the workflows' `channels`.
+    pub channel: Option<String>,
+}
+
+/// One `team.delegate`: `app`'s agent `from_agent` asks its teammate `target`.
+#[derive(Debug, Clone, Copy)]
+pub struct Delegation<'a> {
+    /// The app of both agents.
+    pub app: &'a str,
+    /// The asking agent, whose team must hold `target`.
+    pub from_agent: &'a str,
+    /// The teammate asked.
+    pub target: &'a str,
+    /// What it is asked.
+    pub prompt: &'a str,
+}
+
+/// `team.delegate` for `tenant`: the teammate's answer, its run bounded by `bounds`.
+pub async fn delegate(
+    serving: &Serving,
+    tenant: &Actor,
+    delegation: Delegation<'_>,
+    chain: Chain<'_>,
+    bounds: RunBounds,
+) -> Result<AgentReply, CallFailure> {
+    let Delegation {
+        app,
+        from_agent,
+        target,
+        prompt,
+    } = delegation;
+    // Opened before anything runs: a deadline that cuts the delegation short still leaves its
+    // entry (`cancelled`).
+    let mut open = audit::Open::start(
+        serving.registry().store(),
+        tenant,
+        &audit::Call {
+            kind: audit::Kind::Delegate,
+            caller_app: app,
+            caller_agent: Some(from_agent),
+            callee_app: app,
+            target,
+            chain: chain.as_given(),
+        },
+    );
+    let entered = match chain {
+        Chain::Entered(chain) => chain.clone(),
+        Chain::Caller {
+            chain,
+            public_route,
+        } => {
+            let checked = match manifest_of(serving, tenant, app).await {
+                Ok(manifest) => {
+                    sandbox::delegate(&manifest, chain, public_route, target, from_agent)
+                        .map_err(|r| r.reason)
+                }
+                Err(reason) => Err(reason),
+            };
+            match checked {
+                Ok(entered) => entered,
+                Err(reason) => {
+                    open.end(audit::Outcome::Refused(reason.clone())).await;
+                    return Err(CallFailure::Refused(reason));
+                }
+            }
+        }
+    };
+    open.set_chain(&entered);
+    let answer = run(serving, tenant, app, target, prompt, entered, bounds).await;
+    open.end(ran(&answer)).await;
+    answer
+}
+
+/// `apps.invoke`: runs agent `agent` of `callee`'s install for `tenant`, asked by `caller`,
+/// once the grant from `caller` to `callee` admits it. The callee's agent runs under the
+/// callee's install: its scopes, settings, tools and model bill.
+pub async fn invoke(
+    serving: &Serving,
+    tenant: &Actor,
+    caller: &str,
+    callee: &str,
+    agent: &str,
+    prompt: &str,
+    chain: Chain<'_>,
+) -> Result<AgentReply, CallFailure> {
+    // The agent that called: the last on the caller's chain, the one before the callee's on
+    // an entered one.
+    let caller_agent = match chain {
+        Chain::Caller { chain, .. } => audit::agent_on_chain(chain, 0),
+        Chain::Entered(chain) => audit::agent_on_chain(chain, 1),
+    };
+    let mut open = audit::Open::start(
+        serving.registry().store(),
+        tenant,
+        &audit::Call {
+            kind: audit::Kind::Invoke,
+            caller_app: caller,
+            caller_agent,
+            callee_app: callee,
+            target: agent,
+            chain: chain.as_given(),
+        },
+    );
+    let entered = match chain {
+        Chain::Entered(chain) => chain.clone(),
+        Chain::Caller {
+            chain,
+            public_route,
+        } => match sandbox::invoke(chain, public_route, callee, agent) {
+            Ok(entered) => entered,
+            Err(r) => {
+                open.end(audit::Outcome::Refused(r.reason.clone())).await;
+                return Err(CallFailure::Refused(r.reason));
+            }
+        },
+    };
+    open.set_chain(&entered);
+    if let Err(reason) = crate::grants::honoured(serving, tenant, caller, callee, agent).await {
+        open.end(audit::Outcome::Refused(reason.clone())).await;
+        return Err(CallFailure::Refused(reason));
+    }
+    let answer = run(
+        serving,
+        tenant,
+        callee,
+        agent,
+        prompt,
+        entered,
+        RunBounds::default(),
+    )
+    .await;
+    open.end(ran(&answer)).await;
+    answer
+}
+
+/// One `apps.fetch`: `caller` calls `method path` of `callee`'s routes for `tenant`.
+#[derive(Debug, Clone, Copy)]
+pub struct Fetch<'a> {
+    /// The calling app.
+    pub caller: &'a str,
+    /// The app whose route is called.
+    pub callee: &'a str,
+    /// The method, as the caller wrote it.
+    pub method: &'a str,
+    /// The path under the callee's routes.
+    pub path: &'a str,
+}
+
+/// `apps.fetch`: calls a route of `fetch.callee` for `tenant` once the grant from the caller
+/// admits its routes ([`crate::grants::ROUTE`]); a route's server error is recorded as a
+/// failure and answered as it is.
+pub async fn fetch(
+    serving: &Serving,
+    tenant: &Actor,
+    fetch: Fetch<'_>,
+    body: Option<Vec<u8>>,
+    chain: Chain<'_>,
+) -> Result<FetchResponse, CallFailure> {
+    let target = format!("{} {}", fetch.method, fetch.path);
+    let open = audit::Open::start(
+        serving.registry().store(),
+        tenant,
+        &audit::Call {
+            kind: audit::Kind::Fetch,
+            caller_app: fetch.caller,
+            caller_agent: audit::agent_on_chain(chain.as_given(), 0),
+            callee_app: fetch.callee,
+            target: &target,
+            chain: chain.as_given(),
+        },
+    );
+    let (method, chain) = match chain {
+        Chain::Entered(chain) => (fetch.method.to_owned(), chain.clone()),
+        Chain::Caller { chain, .. } => match sandbox::fetch(chain, fetch.path, fetch.method) {
+            Ok((method, chain)) => (method.as_str().to_owned(), chain),
+            Err(r) => {
+                open.end(audit::Outcome::Refused(r.reason.clone())).await;
+                return Err(CallFailure::Refused(r.reason));
+            }
+        },
+    };
+    let honoured = crate::grants::honoured(
+        serving,
+        tenant,
+        fetch.caller,
+        fetch.callee,
+        crate::grants::ROUTE,
+    )
+    .await;
+    if let Err(reason) = honoured {
+        open.end(audit::Outcome::Refused(reason.clone())).await;
+        return Err(CallFailure::Refused(reason));
+    }
+    let answer = serving
+        .app_fetch(
+            tenant,
+            fetch.caller,
+            fetch.callee,
+            &method,
+            fetch.path,
+            body,
+            &chain,
+        )
+        .await;
+    let outcome = match &answer {
+        Ok(response) if response.status < 500 => audit::Outcome::Ok,
+        Ok(response) => audit::Outcome::Failed(format!("the route answered {}", response.status)),
+        Err(reason) => audit::Outcome::Failed(reason.clone()),
+    };
+    open.end(outcome).await;
+    answer.map_err(CallFailure::Failed)
+}
+
+/// A call of `caller_app` that the runtime's sandbox refused (a component's import): written
+/// to the audit log as the other entry points' refusals are.
+pub async fn refused(
+    serving: &Serving,
+    tenant: &Actor,
+    caller_app: &str,
+    chain: &ChainContext,
+    what: atrium_runtime::Refused<'_>,
+    reason: &str,
+) {
+    use atrium_runtime::Refused;
+    let fetched;
+    let (kind, caller_agent, callee_app, target) = match what {
+        Refused::Delegate { target, from_agent } => {
+            (audit::Kind::Delegate, Some(from_agent), caller_app, target)
+        }
+        Refused::Invoke { app, agent } => (
+            audit::Kind::Invoke,
+            audit::agent_on_chain(chain, 0),
+            app,
+            agent,
+        ),
+        Refused::Fetch { app, method, path } => {
+            fetched = format!("{method} {path}");
+            (
+                audit::Kind::Fetch,
+                audit::agent_on_chain(chain, 0),
+                app,
+                fetched.as_str(),
+            )
+        }
+    };
+    audit::Open::start(
+        serving.registry().store(),
+        tenant,
+        &audit::Call {
+            kind,
+            caller_app,
+            caller_agent,
+            callee_app,
+            target,
+            chain,
+        },
+    )
+    .end(audit::Outcome::Refused(reason.to_owned()))
+    .await;
+}
+
+/// The manifest of `app`'s active install for `tenant`, or the refusal naming why there is
+/// none.
+async fn manifest_of(
+    serving: &Serving,
+    tenant: &Actor,
+    app: &str,
+) -> Result<atrium_manifest::Manifest, String> {
+    let install = serving
+        .active_install(tenant, app)
+        .await
+        .map_err(|e| e.to_string())?;
+    let loaded = serving
+        .app(app, &install.version)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(loaded.manifest().clone())
+}
+
+/// Runs `agent` of `app`'s install for `tenant`, asked `prompt`, on the `entered` chain.
+async fn run(
+    serving: &Serving,
+    tenant: &Actor,
+    app: &str,
+    agent: &str,
+    prompt: &str,
+    entered: ChainContext,
+    bounds: RunBounds,
+) -> Result<AgentReply, CallFailure> {
+    let mut run = AgentRun::new(tenant.clone(), app, Some(agent.to_owned()), prompt);
+    run.chain = Some(entered);
+    run.deadline = bounds.deadline;
+    run.limits = bounds.limits;
+    run.channel = bounds.channel;
+    serving
+        .run_agent(run)
+        .await
+        .map_err(|e| CallFailure::Failed(e.reason))
+}
+
+/// How a call that ran ended, for the audit log.
+fn ran<T>(answer: &Result<T, CallFailure>) -> audit::Outcome {
+    match answer {
+        Ok(_) => audit::Outcome::Ok,
+        Err(CallFailure::Refused(reason)) => audit::Outcome::Refused(reason.clone()),
+        Err(CallFailure::Failed(reason)) => audit::Outcome::Failed(reason.clone()),
+    }
+}
