@@ -140,7 +140,10 @@ async fn main() {
         at(&through, 0.5) - at(&direct, 0.5),
         at(&through, 0.99) - at(&direct, 0.99)
     );
-    metering.flush().await;
+    metering
+        .flush()
+        .await
+        .expect("the usage records are stored");
     let usage = store
         .tenant_usage(&TenantKey::new(&key.org_id, "bench"))
         .await

@@ -103,6 +103,25 @@ impl ApiError {
         Self::client(StatusCode::BAD_REQUEST, "invalid_json", message)
     }
 
+    /// 415: the body says it is in a format the endpoint does not read.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::client(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            message,
+        )
+        .with_param(Some("Content-Type"))
+    }
+
+    /// 405: the path exists, the method does not; `allowed` is the `Allow` header's value.
+    pub fn method_not_allowed(method: &str, path: &str, allowed: &str) -> Self {
+        Self::client(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("{path} does not answer {method}; it answers {allowed}"),
+        )
+    }
+
     /// 400 naming the request field at fault.
     pub fn field(param: &str, message: impl Into<String>) -> Self {
         Self::bad_request(message, Some(param))
@@ -376,6 +395,58 @@ pub async fn log_requests(request: Request, next: Next) -> Response {
         }
     }
     response
+}
+
+/// Runs every request's handler in a task of its own: a client that disconnects (or a
+/// connection that breaks) stops the wait for the answer, never the work it asked for, so a
+/// handler is never dropped halfway through what it writes (docs/ARCHITECTURE.md,
+/// "Invariants"). A handler that panics is a 500 with an error id instead of a dropped
+/// connection.
+pub async fn to_the_end(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    match tokio::spawn(next.run(request)).await {
+        Ok(response) => response,
+        Err(e) => {
+            let detail = format!("{method} {path}: {e}");
+            ApiError::internal("the request's handler failed", &detail).into_response()
+        }
+    }
+}
+
+/// The router's 405 (a path it has, a method it does not answer there) in the API's error
+/// shape: 405 `method_not_allowed`, the message naming the methods it answers, the `Allow`
+/// header kept.
+pub async fn json_method_not_allowed(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED
+        || response
+            .headers()
+            .contains_key(axum::http::header::CONTENT_TYPE)
+    {
+        return response;
+    }
+    let allow = response.headers().get(axum::http::header::ALLOW).cloned();
+    let allowed = allow
+        .as_ref()
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let mut answer = ApiError::method_not_allowed(method.as_str(), &path, &allowed).into_response();
+    if let Some(allow) = allow {
+        answer
+            .headers_mut()
+            .insert(axum::http::header::ALLOW, allow);
+    }
+    answer
 }
 
 /// The store's errors: the client's mistakes (a rule broken, nothing found, a conflict, a

@@ -12,6 +12,7 @@ mod chat;
 mod embeddings;
 mod error;
 mod extract;
+pub mod health;
 pub mod jobs;
 pub mod overload;
 pub mod page;
@@ -223,6 +224,10 @@ impl Default for Welcome {
                     path: "/health",
                     serves: "`ok` while the host serves",
                 },
+                WelcomeApi {
+                    path: "/ready",
+                    serves: "200 while the host can do its work (its store takes writes, usage is stored), 503 naming what fails",
+                },
             ],
             docs: "docs/api.md (the /v1 API), docs/platform.md (/api), docs/cli.md (the developer tool) in the Atrium source tree",
         }
@@ -241,10 +246,10 @@ pub fn router(state: HostState) -> Router {
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))
         });
-    Router::new()
+    let routes = Router::new()
         .nest("/v1", v1)
         .nest("/api", api::router())
-        .route("/health", get(|| async { "ok" }))
+        .merge(health::router())
         .route("/", get(|| async { axum::Json(Welcome::default()) }))
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!(
@@ -252,13 +257,18 @@ pub fn router(state: HostState) -> Router {
                 uri.path()
             ))
         })
+        .layer(axum::middleware::from_fn(error::to_the_end))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(error::log_requests))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             overload::shed,
         ))
-        .with_state(state)
+        .with_state(state);
+    // Around the whole router, as a route's layers run before its method router sets `Allow`.
+    Router::new()
+        .fallback_service(routes)
+        .layer(axum::middleware::from_fn(error::json_method_not_allowed))
 }
 
 /// Serves the router on `listener` until `shutdown` completes, with the host's background

@@ -98,14 +98,40 @@ fn tenant_entry(t: &atrium_store::TenantUsage) -> Value {
     )
 }
 
+/// How long the usage endpoint waits for the metering writer to store the records queued
+/// before it, beyond which it answers 503 rather than usage without the latest calls.
+const USAGE_FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Waits (at most [`USAGE_FLUSH_LIMIT`]) until the usage records queued so far are stored.
+async fn flushed(metering: &atrium_store::Metering) -> Result<(), ApiError> {
+    let unavailable = |why: String| {
+        ApiError::unavailable(
+            "usage_unavailable",
+            format!(
+                "usage cannot be read up to the latest calls: {why}; the records are kept and \
+                 stored once the database takes them"
+            ),
+        )
+        .retry_after(5)
+    };
+    match tokio::time::timeout(USAGE_FLUSH_LIMIT, metering.flush()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(unavailable(e.to_string())),
+        Err(_) => Err(unavailable(format!(
+            "the metering writer did not store them within {} s",
+            USAGE_FLUSH_LIMIT.as_secs()
+        ))),
+    }
+}
+
 /// Organization-wide usage, or one tenant's with `?tenant=ID`.
 pub async fn usage(
     State(state): State<HostState>,
     org: Org,
     Query(query): Query<UsageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    // Read your own calls: store what is queued first.
-    state.metering.flush().await;
+    // Read your own calls: store what is queued first, within a limit.
+    flushed(&state.metering).await?;
     if let Some(tenant) = query.tenant {
         let usage = state
             .store

@@ -114,7 +114,7 @@ pub async fn list(
     one_of(
         "outcome",
         query.outcome.as_deref(),
-        &["ok", "refused", "failed"],
+        &["ok", "refused", "failed", "cancelled"],
     )?;
     let filter = AuditFilter {
         kind: query.kind.as_deref(),

@@ -334,6 +334,8 @@ pub async fn post_message(
     let serving = state.serving()?.clone();
     let actor = crate::principals::actor(&user);
     if !wants_stream(&headers) {
+        // The request runs in a task of its own (`error::to_the_end`): a client that
+        // disconnects stops waiting, not the turn.
         let turn = conversations::turn(&serving, &actor, &conversation, &body.content, None)
             .await
             .map_err(|e| ApiError::internal("storing the conversation failed", &e))?;

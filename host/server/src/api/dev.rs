@@ -13,8 +13,9 @@ use axum::{Json, Router};
 
 use super::registry;
 use super::views::{
-    AppChanged, AppDetailView, AppView, BundleSet, FileView, LoginProvider, Me, PreflightView,
-    PromotedView, RegistrationView, ScopeList, TemplatesSet, UpgradeRun, VersionView,
+    AppChanged, AppDetailView, AppView, BundleSet, DevSettingsView, DevToolResult, FileView,
+    LoginProvider, Me, PreflightView, PromotedView, RegistrationView, ScopeList, TemplatesSet,
+    UpgradeRun, VersionView,
 };
 use crate::page::{DEFAULT_LIMIT, Page, PageRequest, time_and_id};
 use crate::principals::Dev;
@@ -93,10 +94,16 @@ pub async fn show_app(
 ) -> Result<Json<AppDetailView>, ApiError> {
     let (app, versions) =
         versions_page(&state, &dev, &slug, &PageRequest::first(DEFAULT_LIMIT)).await?;
+    // What `atrium apps show` lists, and the `unknown_tool` answer of a dev call points to.
+    let tools = match &app.current_version {
+        Some(current) => registry(&state)?.manifest_of(&slug, current).await?.tools,
+        None => Vec::new(),
+    };
     Ok(Json(AppDetailView {
         app,
         versions: versions.items,
         versions_next_cursor: versions.next_cursor,
+        tools,
     }))
 }
 
@@ -182,9 +189,10 @@ fn docs_path(name: &str) -> Result<String, ApiError> {
     }
 }
 
-/// Registers a version from a multipart body: `manifest` (required), `component`, and any
-/// number of `app_docs` (file name = path under `app_docs/`) and `templates` parts. 201 when
-/// created, 200 when the same version with the same content was already registered.
+/// Registers a version from a multipart body: `manifest` (required), `component`,
+/// `build_inputs` (the digest of what the component was built from, kept for preflight), and
+/// any number of `app_docs` (file name = path under `app_docs/`) and `templates` parts. 201
+/// when created, 200 when the same version with the same content was already registered.
 pub async fn register(
     State(state): State<HostState>,
     Dev(dev): Dev,
@@ -222,6 +230,16 @@ pub async fn register(
                 }
                 upload.component = Some(bytes);
             }
+            "build_inputs" => {
+                if upload.build_inputs.is_some() {
+                    return Err(ApiError::bad_request(
+                        "send one `build_inputs` part",
+                        Some("build_inputs"),
+                    ));
+                }
+                // Checked by the registry, which names the rule.
+                upload.build_inputs = Some(String::from_utf8_lossy(&bytes).trim().to_owned());
+            }
             "app_docs" => {
                 let name = file_name.ok_or_else(|| {
                     ApiError::bad_request(
@@ -246,7 +264,7 @@ pub async fn register(
             other => {
                 return Err(ApiError::bad_request(
                     format!(
-                        "unknown part `{other}`: the parts are manifest, component, app_docs and templates"
+                        "unknown part `{other}`: the parts are manifest, component, build_inputs, app_docs and templates"
                     ),
                     Some(if other.is_empty() { "multipart" } else { other }),
                 ));
@@ -368,16 +386,12 @@ pub async fn archive(
     }))
 }
 
-/// `POST /api/dev/apps/{slug}/tools/{name}`: calls a tool of the developer's app in their dev
-/// tenant, as its install there runs it (the developer acting as a user of the dev tenant): the
-/// call `atrium deploy` suggests, to try what was just deployed.
-pub async fn call_tool(
-    State(state): State<HostState>,
-    Dev(dev): Dev,
-    Path((slug, tool)): Path<(String, String)>,
-    body: axum::body::Bytes,
-) -> Result<Json<super::installs::ToolResult>, ApiError> {
-    registry(&state)?.owned_app(&dev, &slug).await?;
+/// The developer's dev tenant, where they try their apps, with the developer acting as a user
+/// of it; 409 `no_dev_tenant` for a developer without one.
+fn dev_tenant(
+    dev: &atrium_store::Developer,
+    slug: &str,
+) -> Result<atrium_platform::registry::Actor, ApiError> {
     let Some((org, tenant)) = &dev.dev_tenant else {
         return Err(ApiError::conflict(
             "no_dev_tenant",
@@ -387,14 +401,108 @@ pub async fn call_tool(
             ),
         ));
     };
-    let args = super::installs::tool_args(&body)?;
-    let actor =
-        atrium_platform::registry::Actor::user(atrium_store::TenantKey::new(org, tenant), &dev.id);
-    let result = state
-        .serving()?
-        .call_tool(&actor, &slug, &tool, &args)
+    Ok(atrium_platform::registry::Actor::user(
+        atrium_store::TenantKey::new(org, tenant),
+        &dev.id,
+    ))
+}
+
+/// `POST /api/dev/apps/{slug}/tools/{name}`: calls a tool of the developer's app in their dev
+/// tenant, as its install there runs it (the developer acting as a user of the dev tenant): the
+/// call `atrium deploy` suggests, to try what was just deployed. The answer names the version
+/// that answered and the current one, which differ when the install could not follow a
+/// promotion.
+pub async fn call_tool(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path((slug, tool)): Path<(String, String)>,
+    crate::extract::JsonArguments(args): crate::extract::JsonArguments,
+) -> Result<Json<DevToolResult>, ApiError> {
+    let app = registry(&state)?.owned_app(&dev, &slug).await?;
+    let actor = dev_tenant(&dev, &slug)?;
+    let serving = state.serving()?;
+    let install = match serving.active_install(&actor, &slug).await {
+        Ok(install) => install,
+        Err(atrium_platform::registry::RegistryError::NotFound(_)) => {
+            return Err(ApiError::not_offered(
+                "not_installed",
+                format!(
+                    "your dev tenant `{}` has no active install of `{slug}`: a promotion installs the current version there unless the version needs what the dev tenant lacks (a required setting without a default, say); `atrium apps settings get {slug}` shows what it needs, `atrium apps settings set {slug} KEY=VALUE` gives it and installs the version",
+                    actor.tenant_id
+                ),
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let args = serde_json::Value::Object(args);
+    match serving.call_tool(&actor, &slug, &tool, &args).await {
+        Ok(result) => Ok(Json(DevToolResult {
+            result,
+            version: install.version,
+            current_version: app.current_version,
+        })),
+        Err(atrium_platform::serving::ServeError::Call(
+            atrium_runtime::CallError::NotDeclared(message),
+        )) => {
+            let behind = match app.current_version.as_deref() {
+                Some(current) if current != install.version => format!(
+                    ", in {} (the version your dev tenant runs; the current version is {current}: `atrium apps settings get {slug}` shows what the install needs to move to it)",
+                    install.version
+                ),
+                _ => String::new(),
+            };
+            Err(ApiError::not_offered(
+                "unknown_tool",
+                format!(
+                    "{message}{behind}; `atrium apps show {slug}` lists the tools of its current version"
+                ),
+            ))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `GET /api/dev/apps/{slug}/settings`: the developer's dev tenant's install of their app, the
+/// settings of the version it is meant to run (the current one) and what that version still
+/// needs.
+pub async fn get_settings(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path(slug): Path<String>,
+) -> Result<Json<DevSettingsView>, ApiError> {
+    let registry = registry(&state)?;
+    let app = registry.owned_app(&dev, &slug).await?;
+    let actor = dev_tenant(&dev, &slug)?;
+    let settings = registry.dev_settings(&actor, &app).await?;
+    Ok(Json(DevSettingsView::new(&actor.tenant, &app, settings)))
+}
+
+/// `PATCH /api/dev/apps/{slug}/settings`: the developer sets settings of their dev tenant's
+/// install, with the checks of a tenant admin's `PATCH /api/installs/{app}` (the same code); an
+/// install not on the current version, or none yet, is activated on it with them
+/// (`Registry::set_dev_settings`), as a tenant's activation is.
+pub async fn patch_settings(
+    State(state): State<HostState>,
+    Dev(dev): Dev,
+    Path(slug): Path<String>,
+    JsonBody(body): JsonBody<super::installs::PatchInstall>,
+) -> Result<Json<DevSettingsView>, ApiError> {
+    let registry = registry(&state)?;
+    let app = registry.owned_app(&dev, &slug).await?;
+    let actor = dev_tenant(&dev, &slug)?;
+    let changed = registry
+        .set_dev_settings(&actor, &app, &body.settings)
         .await?;
-    Ok(Json(super::installs::ToolResult { result }))
+    // A first activation runs `on_install`, as a tenant's activation does.
+    if changed.first
+        && let Some(install) = &changed.install
+    {
+        state
+            .serving()?
+            .after_activation(&actor, install, changed.first)
+            .await?;
+    }
+    Ok(Json(DevSettingsView::new(&actor.tenant, &app, changed)))
 }
 
 /// The developer forces installs of their app to a version, bypassing their upgrade policy.
@@ -442,4 +550,8 @@ pub(super) fn router() -> Router<HostState> {
         .route("/apps/{slug}/archive", post(archive))
         .route("/apps/{slug}/upgrade", post(force_upgrade))
         .route("/apps/{slug}/tools/{name}", post(call_tool))
+        .route(
+            "/apps/{slug}/settings",
+            get(get_settings).patch(patch_settings),
+        )
 }

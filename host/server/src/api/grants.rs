@@ -72,8 +72,9 @@ pub struct RequestGrant {
     pub caller_app: String,
     /// The app it will call.
     pub callee_app: String,
-    /// The callee's agents it asks for (`__route__` for its routes).
-    pub agents: Vec<String>,
+    /// The callee's agents it asks for (`__route__` for its routes): the same name as the
+    /// approval's and the grant's.
+    pub allowed_agents: Vec<String>,
 }
 
 /// `POST /api/grants/{caller}/{callee}/approve`: the callee side approves.
@@ -111,7 +112,7 @@ pub async fn request(
         &actor(&admin),
         &body.caller_app,
         &body.callee_app,
-        &body.agents,
+        &body.allowed_agents,
     )
     .await
     .map_err(api_error)?;

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::registry;
 use super::views::time;
+use crate::extract::JsonArguments;
 use crate::page::{Page, PageRequest};
 use crate::principals::{TenantAdmin, TenantUser, actor};
 use crate::{ApiError, HostState, JsonBody, OptionalJsonBody};
@@ -377,31 +378,14 @@ pub async fn call_tool(
     State(state): State<HostState>,
     TenantUser(tenant): TenantUser,
     Path((app, tool)): Path<(String, String)>,
-    body: axum::body::Bytes,
+    JsonArguments(args): JsonArguments,
 ) -> Result<Json<ToolResult>, ApiError> {
     let serving = state.serving()?;
-    let args = tool_args(&body)?;
+    let args = Value::Object(args);
     let result = serving
         .call_tool(&actor(&tenant), &app, &tool, &args)
         .await?;
     Ok(Json(ToolResult { result }))
-}
-
-/// A tool call's arguments: a JSON object (no body is `{}`).
-pub(super) fn tool_args(body: &[u8]) -> Result<Value, ApiError> {
-    let args: Value = if body.is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_slice(body)
-            .map_err(|e| ApiError::invalid_json(format!("the tool arguments are not JSON: {e}")))?
-    };
-    if !args.is_object() {
-        return Err(ApiError::bad_request(
-            "the tool arguments must be a JSON object",
-            None,
-        ));
-    }
-    Ok(args)
 }
 
 /// The principal's tenant.

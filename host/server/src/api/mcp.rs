@@ -3,9 +3,11 @@
 //! ([`crate::principals::AppCaller`]). A component reaches the same capabilities through its
 //! imports; both go through the same checks and the same agent runner.
 
-use atrium_manifest::sandbox::{self, ChainContext, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS};
-use atrium_platform::audit;
-use atrium_platform::runner::{AgentRun, RunUsage};
+use atrium_manifest::sandbox::{
+    self, ChainContext, ChainHeaderError, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS,
+};
+use atrium_platform::calls;
+use atrium_platform::runner::RunUsage;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
@@ -83,7 +85,12 @@ fn chain(headers: &HeaderMap, token: &ChainContext) -> Result<ChainContext, ApiE
     };
     let sent =
         ChainContext::from_headers(header(HEADER_CHAIN_DEPTH)?, header(HEADER_VISITED_AGENTS)?)
-            .map_err(|r| refused(r.reason))?;
+            .map_err(|e| match e {
+                ChainHeaderError::Malformed { header, message } => {
+                    ApiError::bad_request(message, Some(header))
+                }
+                ChainHeaderError::Refused(r) => refused(r.reason),
+            })?;
     let mut visited = token.visited.clone();
     for agent in sent.visited {
         if !visited.contains(&agent) {
@@ -138,52 +145,24 @@ pub async fn agent_invoke(
     JsonBody(body): JsonBody<AgentInvoke>,
 ) -> Result<Json<AgentInvoked>, ApiError> {
     let serving = state.serving()?;
-    let (chain, actor, install) = calling(serving, &app, &headers).await?;
-    let loaded = serving
-        .app(&app.app_slug, &install.version)
-        .await
-        .map_err(|e| ApiError::internal("loading the app failed", &e))?;
-    let started = std::time::Instant::now();
-    let store = serving.registry().store();
-    let mut call = audit::Call {
-        kind: audit::Kind::Delegate,
-        caller_app: &app.app_slug,
-        caller_agent: Some(&body.from_agent),
-        callee_app: &app.app_slug,
+    let (chain, actor, _install) = calling(serving, &app, &headers).await?;
+    let delegation = calls::Delegation {
+        app: &app.app_slug,
+        from_agent: &body.from_agent,
         target: &body.agent,
-        chain: &chain,
+        prompt: &body.prompt,
     };
-    let entered = match sandbox::delegate(
-        loaded.manifest(),
-        &chain,
-        false,
-        &body.agent,
-        &body.from_agent,
-    ) {
-        Ok(entered) => entered,
-        Err(r) => {
-            let outcome = audit::Outcome::Refused(r.reason.clone());
-            audit::record(store, &actor, &call, started, &outcome).await;
-            return Err(refused(r.reason));
-        }
-    };
-    call.chain = &entered;
-    let depth = entered.depth;
-    let mut run = AgentRun::new(
-        actor.clone(),
-        &app.app_slug,
-        Some(body.agent.clone()),
-        body.prompt.clone(),
-    );
-    run.chain = Some(entered.clone());
-    let answer = serving.run_agent(run).await;
-    let outcome = match &answer {
-        Ok(_) => audit::Outcome::Ok,
-        Err(e) => audit::Outcome::Failed(e.reason.clone()),
-    };
-    audit::record(store, &actor, &call, started, &outcome).await;
-    let reply =
-        answer.map_err(|e| ApiError::unprocessable("agent_call_failed", None, e.reason, None))?;
+    let chain = calls::Chain::caller(&chain);
+    let bounds = calls::RunBounds::default();
+    let reply = calls::delegate(serving, &actor, delegation, chain, bounds)
+        .await
+        .map_err(|e| match e {
+            calls::CallFailure::Refused(reason) => refused(reason),
+            calls::CallFailure::Failed(reason) => {
+                ApiError::unprocessable("agent_call_failed", None, reason, None)
+            }
+        })?;
+    let depth = reply.chain_depth;
     Ok(Json(AgentInvoked {
         agent: reply.agent,
         answer: reply.content,
@@ -257,7 +236,13 @@ pub async fn rooms_post(
         metadata.as_deref(),
         |s| install.granted_scopes.iter().any(|g| g == s),
     )
-    .map_err(|r| post_refused(&r.into()))?;
+    .map_err(|r| match r.argument {
+        // A refused argument is the body's field.
+        Some(field) if r.decision != sandbox::Decision::ScopeDenied => {
+            ApiError::field(field, r.message)
+        }
+        _ => post_refused(&r.into()),
+    })?;
     let request = atrium_runtime::RoomPostRequest {
         room_id: body.room_id,
         content: body.content,

@@ -223,6 +223,75 @@ pub struct AppDetailView {
     pub versions: Vec<VersionView>,
     /// The cursor of the next page of versions, null when `versions` holds them all.
     pub versions_next_cursor: Option<String>,
+    /// The tools of the current version (none without one), as its manifest declares them.
+    #[serde(default)]
+    pub tools: Vec<atrium_manifest::Tool>,
+}
+
+/// `POST /api/dev/apps/{slug}/tools/{name}`: the tool's answer, and the version that gave it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DevToolResult {
+    /// What the tool answered.
+    pub result: serde_json::Value,
+    /// The version of the dev tenant's install, which answered.
+    pub version: String,
+    /// The app's current version: another one than `version` when the dev tenant's install
+    /// could not follow the promotion (a setting without a default, say).
+    pub current_version: Option<String>,
+}
+
+/// `GET` and `PATCH /api/dev/apps/{slug}/settings`: the developer's dev tenant's install of
+/// their app, with its settings.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DevSettingsView {
+    /// The dev tenant's organization.
+    pub organization: String,
+    /// The dev tenant.
+    pub tenant: String,
+    /// The app.
+    pub app: String,
+    /// The app's current version: the one a promotion puts into the dev tenant, and the one
+    /// `install_settings` are of (else the install's).
+    pub current_version: Option<String>,
+    /// The version the install runs; null while the dev tenant has no install.
+    pub version: Option<String>,
+    /// `active` or `inactive`; null without an install.
+    pub status: Option<String>,
+    /// The settings the version declares: id, type, label, required, default, ...
+    pub install_settings: Vec<atrium_manifest::InstallSetting>,
+    /// The install's non-secret values by id.
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    /// Ids of the secret settings that have a value (values are never answered).
+    pub secret_settings: Vec<String>,
+    /// The settings the version needs a value for before the install can run it.
+    pub missing_settings: Vec<String>,
+    /// What the change did (`PATCH` only): `updated`, `installed`, `upgraded` or `activated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+}
+
+impl DevSettingsView {
+    /// The view of `dev`, the install of `app` in the dev tenant `tenant`.
+    pub fn new(
+        tenant: &atrium_store::TenantKey,
+        app: &App,
+        dev: atrium_platform::registry::DevSettings,
+    ) -> Self {
+        let install = dev.install;
+        DevSettingsView {
+            organization: tenant.org_id.clone(),
+            tenant: tenant.tenant_id.clone(),
+            app: app.slug.clone(),
+            current_version: app.current_version.clone(),
+            version: install.as_ref().map(|i| i.version.clone()),
+            status: install.as_ref().map(|i| i.status.as_str().to_owned()),
+            install_settings: dev.install_settings,
+            settings: install.map(|i| i.settings).unwrap_or_default(),
+            secret_settings: dev.secret_settings,
+            missing_settings: dev.missing_settings,
+            outcome: dev.outcome.map(str::to_owned),
+        }
+    }
 }
 
 /// `POST /api/dev/apps/{slug}/versions`.

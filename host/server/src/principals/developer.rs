@@ -25,12 +25,33 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
     }
 }
 
+/// The refusal of another principal's credential, told by its prefix: what it is and how to
+/// get a developer token (the JWT checks would only say it is not a JWT).
+fn not_a_developer_token(token: &str) -> Option<ApiError> {
+    let kind = if token.starts_with(atrium_store::KEY_PREFIX) {
+        "an organization key (`atr_...`, for /v1 and the tenants' administration)"
+    } else if token.starts_with(atrium_store::TENANT_TOKEN_PREFIX) {
+        "a tenant token (`att_...`, for a tenant's own endpoints under /api)"
+    } else {
+        return None;
+    };
+    Some(ApiError::unauthorized_because(
+        "invalid_token",
+        format!(
+            "this is {kind}, not a developer token: /api/dev takes a developer token, which the host's operator prints with `atrium developers create` or `atrium developers token`, or which `atrium login` gets by signing in with a browser"
+        ),
+    ))
+}
+
 impl FromRequestParts<HostState> for Dev {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &HostState) -> Result<Self, ApiError> {
         let identity = state.identity()?;
         let token = bearer(parts)?;
+        if let Some(refusal) = not_a_developer_token(token) {
+            return Err(refusal);
+        }
         let developer = match identity.verify(token).await? {
             Verified::Local { developer_id, .. } => {
                 state.store.developer(&developer_id).await?.ok_or_else(|| {

@@ -1,6 +1,7 @@
 //! The organization principal: the holder of an organization key (`atr_...`), for /v1, tenants
 //! and tenant tokens.
 
+use atrium_store::TENANT_TOKEN_PREFIX;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
@@ -55,7 +56,19 @@ impl FromRequestParts<HostState> for Org {
                     key_id: owner.key_id,
                 })
             }
-            None => Err(ApiError::unauthorized("the API key is unknown or revoked")),
+            None => Err(ApiError::unauthorized(refused_key(secret))),
         }
+    }
+}
+
+/// Why a credential is not a live organization key: another principal's, told by its prefix
+/// or shape, or an unknown or revoked key.
+fn refused_key(secret: &str) -> &'static str {
+    if secret.starts_with(TENANT_TOKEN_PREFIX) {
+        "this is a tenant token (`att_...`), not an organization key: it opens the tenant's own endpoints under /api; /v1 and the tenants' administration take an organization key (`atr_...`, which `atrium keys create` prints)"
+    } else if secret.starts_with("eyJ") && secret.split('.').count() == 3 {
+        "this is a developer token (a JWT), not an organization key: it opens /api/dev; /v1 and the tenants' administration take an organization key (`atr_...`, which `atrium keys create` prints)"
+    } else {
+        "the API key is unknown or revoked"
     }
 }

@@ -4,6 +4,7 @@
 mod batches;
 mod chat;
 mod embeddings;
+mod health;
 mod host;
 mod llm_settings;
 mod openai_client;

@@ -150,7 +150,7 @@ async fn the_official_openai_python_client_works_unchanged() {
         serde_json::json!({"status": 503, "code": "no_backend", "retries": 0}),
         "{out}"
     );
-    metering.flush().await;
+    metering.flush().await.unwrap();
     let usage = store
         .tenant_usage(&TenantKey::new(&key.org_id, "py-tenant"))
         .await

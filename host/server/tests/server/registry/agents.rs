@@ -251,6 +251,38 @@ async fn agents_run_a_tool_loop_within_their_limits_and_their_team() {
                 .unwrap_or_else(|| panic!("{result}"));
             assert!(got.starts_with(reason), "{got}");
         }
+        // Every delegation is in the audit log, those the team checks refused too.
+        let (status, log) = host
+            .get(
+                &format!("/api/audit?kind=delegate&caller_app={app}&limit=200"),
+                &admin,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{log}");
+        let mut delegations: Vec<(String, String, String)> = log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["caller_agent"].as_str().unwrap_or("").to_owned(),
+                    e["target"].as_str().unwrap().to_owned(),
+                    e["outcome"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        delegations.sort();
+        let own = |from: &str, to: &str, outcome: &str| {
+            (from.to_owned(), to.to_owned(), outcome.to_owned())
+        };
+        for entry in [
+            own("helper", "lead", "refused"),
+            own("lead", "ghost", "refused"),
+            own("lead", "helper", "ok"),
+            own("lead", "lead", "ok"),
+        ] {
+            assert!(delegations.contains(&entry), "{entry:?} in {log}");
+        }
         let result = platform(&host, &app, &user, ask("ghost", "p")).await;
         assert!(
             result["err"]["reason"]

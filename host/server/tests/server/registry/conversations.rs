@@ -362,6 +362,42 @@ async fn conversations_route_each_message_and_keep_the_history() {
             "newest first"
         );
 
+        // The 23rd turn is shown the last 20 user messages and answers: turns 13 to 22 whole,
+        // neither the routing messages nor the message being answered counted.
+        let later = second["id"].as_str().unwrap();
+        orchestrator.recover();
+        orchestrator.forget_script();
+        orchestrator.answer_by_default(Reply::text(
+            json!({"app": books, "agent": "lead"}).to_string(),
+        ));
+        agents.recover();
+        agents.forget_script();
+        for n in 1..=23 {
+            agents.push(Reply::text(format!("answer {n}")));
+            let turn = say(&host, &user, later, &format!("question {n}")).await;
+            assert_eq!(turn["reply"]["content"], format!("answer {n}"), "{turn}");
+        }
+        let sent = agents.last().unwrap().body["messages"].clone();
+        let shown: Vec<(String, String)> = sent.as_array().unwrap()[1..]
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_owned(),
+                    m["content"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let mut expected: Vec<(String, String)> = (13..=22)
+            .flat_map(|n| {
+                [
+                    ("user".to_owned(), format!("question {n}")),
+                    ("assistant".to_owned(), format!("answer {n}")),
+                ]
+            })
+            .collect();
+        expected.push(("user".to_owned(), "question 23".to_owned()));
+        assert_eq!(shown, expected, "{sent}");
+
         // Bad input, named.
         for (path, body, param) in [
             (

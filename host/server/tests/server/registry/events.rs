@@ -366,7 +366,8 @@ async fn wires_gate_events_that_fan_out_to_every_subscriber() {
         let result = emit(&other, &user, &emitter, "entry_booked", json!({})).await;
         assert_eq!(result, counts(4, 4, 0), "{result}");
         // So is a grant: `apps.fetch` through the other host once the callee side approved.
-        let ask = json!({"caller_app": emitter, "callee_app": subs[0], "agents": ["__route__"]});
+        let ask =
+            json!({"caller_app": emitter, "callee_app": subs[0], "allowed_agents": ["__route__"]});
         let (status, _) = host.post("/api/grants", &admin, Body::Json(ask)).await;
         assert_eq!(status, StatusCode::CREATED);
         let refused = fetch_echo(&other, &user, &emitter, &subs[0]).await;

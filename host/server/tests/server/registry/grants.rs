@@ -85,7 +85,7 @@ async fn grants_move_through_their_states_and_gate_apps_invoke() {
         );
 
         // The caller side asks: approved on its side, pending the callee.
-        let ask = json!({"caller_app": caller, "callee_app": callee, "agents": ["lead"]});
+        let ask = json!({"caller_app": caller, "callee_app": callee, "allowed_agents": ["lead"]});
         let (status, grant) = host
             .post("/api/grants", &admin, Body::Json(ask.clone()))
             .await;
@@ -219,19 +219,25 @@ async fn grants_move_through_their_states_and_gate_apps_invoke() {
         // Bad requests, named.
         for (body, status, param) in [
             (
-                json!({"caller_app": caller, "callee_app": caller, "agents": ["lead"]}),
+                json!({"caller_app": caller, "callee_app": caller, "allowed_agents": ["lead"]}),
                 StatusCode::BAD_REQUEST,
                 Some("callee_app"),
             ),
             (
-                json!({"caller_app": caller, "callee_app": "nowhere-app", "agents": ["lead"]}),
+                json!({"caller_app": caller, "callee_app": "nowhere-app", "allowed_agents": ["lead"]}),
                 StatusCode::NOT_FOUND,
                 None,
             ),
             (
                 json!({"caller_app": caller, "callee_app": callee}),
                 StatusCode::BAD_REQUEST,
-                None,
+                Some("allowed_agents"),
+            ),
+            // One name for the request's, the approval's and the grant's list.
+            (
+                json!({"caller_app": caller, "callee_app": callee, "agents": ["lead"]}),
+                StatusCode::BAD_REQUEST,
+                Some("agents"),
             ),
         ] {
             let (got, answer) = host.post("/api/grants", &admin, Body::Json(body)).await;

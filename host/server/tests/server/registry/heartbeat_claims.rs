@@ -89,7 +89,7 @@ async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuc
         let start = at("2031-06-02T08:00:00Z");
         let mut total = 0;
         let mut idle_runs = 0;
-        for step in 0..=24 {
+        for step in 0..=25 {
             let now = start + minutes(5 * step);
             let (a, b, c) = tokio::join!(
                 schedulers[0].tick(now),
@@ -124,8 +124,10 @@ async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuc
             recorded += before;
         }
         assert_eq!(total, recorded, "every claimed run is recorded once");
-        // `daytime` (every 5 minutes from 09:00 to 17:00 UTC, 15 minutes cooldown) ran for
-        // each tenant at 09:00, 09:15, 09:30, 09:45 and 10:00.
+        // `daytime` (every 5 minutes from 09:00 to 17:00 UTC, 15 minutes cooldown) ran five
+        // times for each tenant: its first next run is its first grid time inside the window
+        // (09:00 and the tenant's offset), claimed at the tick at or after it, then every
+        // third tick (the cooldown skips two), up to the tick of 10:05.
         assert_eq!(idle_runs, 4 * 5, "total {total}");
 
         // A host that dies mid-run: its claim stays `running`; the row has already moved on,

@@ -463,12 +463,17 @@ async fn heartbeats_and_visions_run_by_the_rules() {
             next_run(&host, &user, &app, "nightly").await,
             at("2031-03-31T00:30:00Z")
         );
-        // Outside its active hours (09:00-17:00 UTC) the daytime heartbeat was skipped.
+        // Outside its active hours (09:00-17:00 UTC) the daytime heartbeat does not run: its
+        // next run is the first time of its five-minute grid inside them, the next morning.
         assert!(
             report.runs.iter().all(|r| r.slug != "daytime"),
             "{report:?}"
         );
-        assert!(report.skipped >= 1, "{report:?}");
+        let daytime_next = next_run(&host, &user, &app, "daytime").await;
+        assert!(
+            daytime_next >= at("2031-03-30T09:00:00Z") && daytime_next < at("2031-03-30T09:05:00Z"),
+            "{daytime_next}"
+        );
 
         // A non-LOW skill is denied: run-now (tenant admin) runs it and it fails with the
         // reason; at 3 failures it is failing, at 5 disabled.

@@ -8,6 +8,7 @@
 mod agents;
 mod at_rest;
 mod bundles;
+mod cancel;
 mod commitments;
 mod conversations;
 mod events;
@@ -17,6 +18,7 @@ mod heartbeats;
 mod hooks;
 mod installs;
 mod preflight;
+mod refusals;
 mod room_streams;
 mod rooms;
 mod routes;

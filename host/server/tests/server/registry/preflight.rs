@@ -100,6 +100,124 @@ async fn preflight_adds_the_platform_checks_to_lint() {
         assert_eq!(body["passed"], false, "{body}");
         assert_eq!(body["problems"][0]["path"], "app_id", "{body}");
 
+        // A component registered with the digest of its build inputs (a Rust project's, sent
+        // as a part; a Python or TypeScript component carries its own) and a docs file: the
+        // preflight compares the project's with the version's, and names a free version when
+        // they differ, before anything is built.
+        let component = std::fs::read(atrium_test_artifacts::MINIMAL).unwrap();
+        let inputs = |c: char| format!("sha256:{}", c.to_string().repeat(64));
+        let built = manifest(&app, "2.0.0", "");
+        let registered_inputs = inputs('a');
+        let (status, body) = host
+            .register(
+                &app,
+                &token,
+                &[
+                    ("manifest", None, built.as_bytes()),
+                    ("component", None, component.as_slice()),
+                    ("build_inputs", None, registered_inputs.as_bytes()),
+                    ("app_docs", Some("user.md"), b"# Hello"),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let check = |build_inputs: Option<String>, docs: &str| {
+            let mut request = project(
+                &built,
+                json!([{"path": "app_docs/user.md", "content": docs}]),
+            );
+            if let Some(inputs) = build_inputs {
+                request["build_inputs"] = json!(inputs);
+            }
+            request
+        };
+        let (_, body) = host
+            .post(
+                "/api/dev/preflight",
+                &token,
+                Body::Json(check(Some(inputs('a')), "# Hello")),
+            )
+            .await;
+        assert_eq!(body["passed"], true, "{body}");
+        assert_eq!(body["problems"][0]["path"], "version", "{body}");
+        assert!(
+            body["problems"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("same content"),
+            "{body}"
+        );
+        // The code changed, not the version: what registering would refuse with 409.
+        let (_, body) = host
+            .post(
+                "/api/dev/preflight",
+                &token,
+                Body::Json(check(Some(inputs('b')), "# Hello")),
+            )
+            .await;
+        assert_eq!(body["passed"], false, "{body}");
+        assert_eq!(body["problems"][0]["severity"], "error", "{body}");
+        let said = body["problems"][0]["message"].as_str().unwrap();
+        assert!(
+            said.contains("other build inputs") && said.contains("atrium deploy --version 2.0.1"),
+            "{body}"
+        );
+        let (_, body) = host
+            .post(
+                "/api/dev/preflight",
+                &token,
+                Body::Json(check(Some(inputs('a')), "# Hello again")),
+            )
+            .await;
+        assert_eq!(body["passed"], false, "{body}");
+        assert!(
+            body["problems"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("other docs"),
+            "{body}"
+        );
+        // Without the inputs the component cannot be compared: a warning that says so.
+        let (_, body) = host
+            .post(
+                "/api/dev/preflight",
+                &token,
+                Body::Json(check(None, "# Hello")),
+            )
+            .await;
+        assert_eq!(body["passed"], true, "{body}");
+        assert!(
+            body["problems"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("another one is refused"),
+            "{body}"
+        );
+        // Build inputs are a digest, in the preflight and the registration alike.
+        let (status, body) = host
+            .post(
+                "/api/dev/preflight",
+                &token,
+                Body::Json(check(Some("sha256:xyz".to_owned()), "# Hello")),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["param"], "build_inputs", "{body}");
+        let next = manifest(&app, "3.0.0", "");
+        let (status, body) = host
+            .register(
+                &app,
+                &token,
+                &[
+                    ("manifest", None, next.as_bytes()),
+                    ("component", None, component.as_slice()),
+                    ("build_inputs", None, b"not a digest"),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["param"], "build_inputs", "{body}");
+
         let (status, body) = host
             .post(
                 "/api/dev/preflight",

@@ -639,35 +639,52 @@ async fn rooms_route_mentions_and_keep_to_their_tenant() {
             json!({"via": "shim"}),
             "{body}"
         );
-        for (body, status, error) in [
+        // Each refusal of a field names it in `param`.
+        let oversized = "x".repeat(20_001);
+        for (body, status, error, param) in [
             (
                 json!({"room_id": id, "content": "x", "from_agent": "helper"}),
                 StatusCode::FORBIDDEN,
                 "not_member",
+                Value::Null,
             ),
             (
                 json!({"room_id": "nope", "content": "x", "from_agent": "lead"}),
                 StatusCode::NOT_FOUND,
                 "unknown_room",
+                Value::Null,
             ),
             (
                 json!({"room_id": id, "content": "x"}),
                 StatusCode::BAD_REQUEST,
                 "invalid_request",
+                json!("from_agent"),
             ),
             (
                 json!({"room_id": id, "content": "x", "from_agent": "ghost"}),
                 StatusCode::BAD_REQUEST,
                 "invalid_request",
+                json!("from_agent"),
             ),
             (
                 json!({"room_id": id, "content": "", "from_agent": "lead"}),
                 StatusCode::BAD_REQUEST,
                 "invalid_request",
+                json!("content"),
+            ),
+            (
+                json!({"room_id": id, "content": oversized, "from_agent": "lead"}),
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                json!("content"),
             ),
         ] {
             let (got, answer) = mcp(shop_bot.clone(), body.clone()).await;
-            assert_eq!((got, code(&answer)), (status, error), "{body}: {answer}");
+            assert_eq!(
+                (got, code(&answer), &answer["error"]["param"]),
+                (status, error, &param),
+                "{answer}"
+            );
         }
         let (status, body) = mcp(
             app_token(&acme.org_id, "shop", &mute),

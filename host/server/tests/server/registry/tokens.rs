@@ -48,13 +48,34 @@ async fn developer_tokens_are_checked_and_say_why_they_are_refused() {
         assert_eq!(code(&body), "token_expired", "{body}");
         assert!(message(&body).contains("expired at"), "{body}");
 
-        // An organization key is not a developer token, and a developer token opens no /v1.
+        // An organization key or a tenant token is not a developer token, and a developer
+        // token or a tenant token opens no /v1: each refusal says which credential it was
+        // and where to get the right one.
         let key = store.create_key(&unique("acme"), "k").await.unwrap();
         let (status, body) = host.get("/api/dev/me", &key.secret).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         assert_eq!(code(&body), "invalid_token", "{body}");
-        let (status, _) = host.get("/v1/usage", &token).await;
+        assert!(
+            message(&body).contains("organization key")
+                && message(&body).contains("atrium developers token"),
+            "{body}"
+        );
+        let tenant_token = host.tenant_token(&key.secret, "shop", "admin").await;
+        let (status, body) = host.get("/api/dev/me", &tenant_token).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(code(&body), "invalid_token", "{body}");
+        assert!(message(&body).contains("tenant token"), "{body}");
+        let (status, body) = host.get("/v1/usage", &token).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert!(message(&body).contains("developer token"), "{body}");
+        let (status, body) = host.get("/v1/usage", &tenant_token).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(code(&body), "invalid_api_key", "{body}");
+        assert!(
+            message(&body).contains("tenant token")
+                && message(&body).contains("atrium keys create"),
+            "{body}"
+        );
 
         // Suspension takes effect on the next request; reinstating restores access.
         store.set_developer_suspended(&ada.id, true).await.unwrap();
