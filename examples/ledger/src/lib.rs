@@ -6,7 +6,11 @@
 //!   app's own records);
 //! - the same two as HTTP routes;
 //! - the event `entry_booked`, emitted when an entry books an invoice. A booking is kept even
-//!   when the host refuses the event: the answer says whether it went out.
+//!   when the host refuses the event: the answer says whether it went out;
+//! - calls into another app, which a grant of the tenant's must allow: `desk_invoices` reads
+//!   Invoice Desk's invoices through its route (`apps.fetch`, the grant's `__route__`), and
+//!   `ask_desk` asks its clerk (`apps.invoke`, a grant naming `clerk`). Without the grant the
+//!   answer says why the call was refused.
 
 use atrium_sdk::http::{Request, Response};
 use atrium_sdk::{App, Ctx, Error, ManifestInfo, RegistrationError};
@@ -144,11 +148,59 @@ fn get_account(ctx: &Ctx<'_>, request: Request) -> Result<Response, Error> {
     )?))
 }
 
+/// The app the cross-app tools call.
+const DESK: &str = "invoice-desk";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeskInvoicesArgs {
+    #[serde(default)]
+    status: Option<String>,
+}
+
+/// Invoice Desk's invoices, read through its `GET /invoices` route (`apps.fetch`).
+fn desk_invoices(ctx: &Ctx<'_>, args: DeskInvoicesArgs) -> Result<Value, Error> {
+    let path = match &args.status {
+        Some(status) => format!("/invoices?status={status}"),
+        None => "/invoices".to_owned(),
+    };
+    match ctx.apps.fetch(DESK, &path, "GET", None) {
+        Ok(response) => {
+            let body: Value = serde_json::from_slice(&response.body).unwrap_or_else(|_| {
+                Value::String(String::from_utf8_lossy(&response.body).into_owned())
+            });
+            Ok(json!({"status": response.status, "desk": body}))
+        }
+        Err(refused) => Ok(json!({"refused": refused.reason})),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AskDeskArgs {
+    question: String,
+}
+
+/// Asks Invoice Desk's clerk (`apps.invoke`); the clerk runs under the desk's own install.
+fn ask_desk(ctx: &Ctx<'_>, args: AskDeskArgs) -> Result<Value, Error> {
+    if args.question.trim().is_empty() {
+        return Err(Error::invalid_input(
+            "question must say what to ask the clerk",
+        ));
+    }
+    match ctx.apps.invoke(DESK, "clerk", &args.question) {
+        Ok(answer) => Ok(json!({"answer": answer})),
+        Err(refused) => Ok(json!({"refused": refused.reason})),
+    }
+}
+
 /// Builds the app.
 pub fn app() -> Result<App, RegistrationError> {
     let mut app = App::new(&MANIFEST);
     app.tool("book_entry", book_entry)?
         .tool("account_balance", account_balance)?
+        .tool("desk_invoices", desk_invoices)?
+        .tool("ask_desk", ask_desk)?
         .route("POST", "/entries", post_entries)?
         .route("GET", "/accounts/{id}", get_account)?;
     Ok(app)
@@ -259,6 +311,51 @@ mod tests {
             .unwrap();
         assert_eq!(balance["balance"].to_string(), "0.0");
         assert_eq!(balance["entries"], 0);
+    }
+
+    #[test]
+    fn the_desk_is_read_through_its_route_and_its_clerk_asked_through_a_grant() {
+        let client = client();
+        let read = client
+            .call_tool("desk_invoices", json!({"status": "new"}))
+            .unwrap();
+        assert_eq!(read["status"], 200);
+        let asked = client
+            .call_tool("ask_desk", json!({"question": "Which invoices are late?"}))
+            .unwrap();
+        assert_eq!(
+            asked["answer"],
+            "[invoice-desk:clerk] Which invoices are late?"
+        );
+        assert_eq!(
+            client.agent_calls(),
+            vec![
+                "fetch invoice-desk GET /invoices?status=new".to_owned(),
+                "invoke invoice-desk:clerk".to_owned()
+            ]
+        );
+        let err = client
+            .call_tool("ask_desk", json!({"question": " "}))
+            .unwrap_err();
+        assert!(matches!(err, HandlerError::InvalidInput(_)), "{err:?}");
+    }
+
+    #[test]
+    fn a_refused_cross_app_call_says_why() {
+        // A call at the deepest hop has no hop left for the call into the desk.
+        let client = client().chain_depth(8);
+        let read = client.call_tool("desk_invoices", json!({})).unwrap();
+        assert!(
+            read["refused"].as_str().unwrap().contains("chain depth"),
+            "{read}"
+        );
+        let asked = client
+            .call_tool("ask_desk", json!({"question": "Late?"}))
+            .unwrap();
+        assert!(
+            asked["refused"].as_str().unwrap().contains("chain depth"),
+            "{asked}"
+        );
     }
 
     #[test]

@@ -30,7 +30,9 @@ fn on_message(ctx: &Ctx<'_>, agent: &str, message: RoomMessage) -> Result<(), Er
                 .delegate("scribe", &format!("Summarize: {}", topic.trim()), agent)?;
         format!("{sender} here is the summary: {summary}")
     } else if let Some(what) = lower.strip_prefix("remind me") {
+        // "remind me to send the deck": the reply says "to" once.
         let what = what.trim();
+        let what = what.strip_prefix("to ").unwrap_or(what).trim_start();
         let id = ctx.commitments.add(
             &format!("Remind {}", message.sender_display),
             what,
@@ -129,8 +131,16 @@ mod tests {
             .unwrap();
         let commitments = client.commitments();
         assert_eq!(commitments.len(), 1);
-        assert_eq!(commitments[0].1, "to send the deck");
+        assert_eq!(commitments[0].1, "send the deck");
         assert_eq!(commitments[0].2, "concierge");
+        let posts = client.rooms.posts();
+        assert!(
+            posts[0]
+                .content
+                .ends_with("I will remind you to send the deck"),
+            "{}",
+            posts[0].content
+        );
     }
 
     #[test]

@@ -172,6 +172,20 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The digest of the build inputs of the project in `dir` as they are now, with one file's
+/// bytes replaced as `with` says ([`crate::inputs::digest_with`]). For Python and TypeScript,
+/// what their build records in the component (it asks the SDK's build tool for its
+/// toolchain, so it fails where the build would); for Rust, the project's files alone: a
+/// Rust component is identified by its bytes, which the same sources reproduce, and this
+/// digest only lets preflight tell that the code changed before anything is built.
+pub fn inputs(dir: &Path, lang: Lang, with: Option<(&str, &[u8])>) -> Result<String, Failure> {
+    let toolchain = match lang {
+        Lang::Rust => String::new(),
+        Lang::Python | Lang::TypeScript => sdk_tool(dir, lang)?.toolchain(dir)?,
+    };
+    crate::inputs::digest_with(dir, lang, &toolchain, with)
+}
+
 /// Writes the inputs digest into the component at `path` (through a file renamed over it).
 fn record_inputs(path: &Path, inputs: &str) -> Result<(), Failure> {
     let failed = |e: String| {

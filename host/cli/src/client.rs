@@ -236,14 +236,19 @@ impl Client {
                 (Some("unknown_developer"), _) => return Failure::Auth(said),
                 (_, TokenSource::Environment) => "set SERVICE_TOKEN to a valid developer token",
                 (_, TokenSource::ConfigFile) => "run `atrium login` again",
-                (_, TokenSource::Given) => "the token was not stored; get a valid developer token",
+                (_, TokenSource::Given) => {
+                    "the token was not stored; a developer token is printed by the host's operator (`atrium developers create` or `atrium developers token`), or `atrium login` without --token signs in with a browser"
+                }
             };
             return Failure::Auth(format!("{said}; {next}"));
         }
-        let next = match status.as_u16() {
-            403 => "; the token's account may not do this (ask the platform operator)",
-            404 => "; check the names given (`atrium apps list` shows your apps)",
-            500..=599 => "; try again later, or tell the platform operator",
+        let next = match (status.as_u16(), code.as_deref()) {
+            (403, _) => "; the token's account may not do this (ask the platform operator)",
+            // The platform's message names the command that lists the app's tools, or what
+            // the dev tenant's install needs.
+            (404, Some("unknown_tool" | "not_installed")) => "",
+            (404, _) => "; check the names given (`atrium apps list` shows your apps)",
+            (500..=599, _) => "; try again later, or tell the platform operator",
             _ => "",
         };
         Failure::Platform(format!("{said}{next}"))

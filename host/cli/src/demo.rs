@@ -249,17 +249,18 @@ impl Demo {
         }
         let (admin, token) = self.admin().await?;
         let tenant = Actor::user(TenantKey::new(&self.org_id, TENANT), admin);
-        let mut installed = 0;
+        let mut installed = Vec::new();
         for (example, manifest) in apps {
             match self.install(&tenant, example, manifest).await {
-                Ok(true) => installed += 1,
+                Ok(true) => installed.push(manifest.app_id.clone()),
                 Ok(false) => {}
                 Err(e) => tracing::warn!(app = %manifest.app_id, "the demo cannot install it: {e}"),
             }
         }
-        if installed > 0 {
-            self.wire(&tenant, apps).await;
+        if !installed.is_empty() {
+            self.wire(&tenant, apps, &installed).await;
         }
+        let installed = installed.len();
         let active = self
             .store
             .installs(&TenantKey::new(&self.org_id, TENANT))
@@ -489,8 +490,10 @@ impl Demo {
 
     /// Wires the examples' events as their manifests declare them (an example that subscribes
     /// to another's event gets it), approved on both sides for the demo tenant, as its scopes
-    /// are granted. A wire that exists in any state is left alone, so a revoke stays.
-    async fn wire(&self, tenant: &Actor, apps: &[(&Example, Manifest)]) {
+    /// are granted. The activation of an app `installed` now proposed its wires (pending the
+    /// emitter): those are approved too. Any other wire that exists is left alone, so a revoke
+    /// stays.
+    async fn wire(&self, tenant: &Actor, apps: &[(&Example, Manifest)], installed: &[String]) {
         for (_, subscriber) in apps {
             for subscription in &subscriber.subscribes_to {
                 let emits = apps.iter().any(|(_, m)| {
@@ -513,13 +516,21 @@ impl Demo {
                     target_agent: agent,
                     target_heartbeat: heartbeat,
                 };
+                let just_installed = installed.contains(&subscriber.app_id)
+                    || installed.contains(&subscription.emitter_app);
                 let approved = match self.store.propose_wire(tenant, &wire, false).await {
-                    Ok((proposed, true)) => self
-                        .store
-                        .approve_wire(tenant, &proposed.id)
-                        .await
-                        .map(|_| ()),
-                    Ok((_, false)) => Ok(()),
+                    Ok((proposed, started))
+                        if started
+                            || (just_installed
+                                && proposed.revoked_at.is_none()
+                                && proposed.emitter_approved_at.is_none()) =>
+                    {
+                        self.store
+                            .approve_wire(tenant, &proposed.id)
+                            .await
+                            .map(|_| ())
+                    }
+                    Ok(_) => Ok(()),
                     Err(e) => Err(e),
                 };
                 if let Err(e) = approved {

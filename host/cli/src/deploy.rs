@@ -8,7 +8,10 @@
 //! `defaults/templates/`, the upload of the frontend bundle (`--bundle DIR`, else `./dist`,
 //! else `./web`; `--bundle ''` skips it), and the promotion to current (`--no-promote` skips
 //! it). Running it again for the same version and the same files changes nothing: the
-//! platform answers registration and bundle with "already there".
+//! platform answers registration and bundle with "already there". A registered version with
+//! other content (the code changed, not the version) is told by the preflight, which compares
+//! the project's build inputs, docs and templates with the version's, before anything is built;
+//! `--version V` writes V into the manifest file only once those checks passed.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -29,7 +32,8 @@ use crate::lint::{self, DEFAULT_MANIFEST, ProjectFiles};
 #[command(disable_version_flag = true)]
 pub struct Args {
     /// The version to register (default: the manifest's `version`); when it differs, the
-    /// manifest file's `version` is set to it first (a component embeds its manifest).
+    /// manifest file's `version` is set to it once the checks passed, before the build (a
+    /// component embeds its manifest).
     #[arg(long)]
     version: Option<String>,
     /// Do not build: register the component the last build left.
@@ -90,20 +94,18 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .to_owned();
+    let mut files = lint::read_project(&args.manifest).map_err(|e| Failure::BadInput(e.0))?;
+    // `--version`: checked as the manifest it makes, and written into the file (a component
+    // embeds the manifest it was built with, so the build must see it) only once the checks
+    // passed: a refused deploy leaves the file as it was.
+    let mut rewritten = None;
     if let Some(version) = &args.version {
-        // Into the file itself: a component embeds the manifest it was built with.
-        let text = std::fs::read(&args.manifest).map_err(|e| {
-            Failure::BadInput(format!("cannot read {}: {e}", args.manifest.display()))
-        })?;
-        let changed = with_version(&text, version)?;
-        if changed != text {
-            std::fs::write(&args.manifest, &changed).map_err(|e| {
-                Failure::BadInput(format!("cannot write {}: {e}", args.manifest.display()))
-            })?;
-            say!("Set version: {version} in {}", args.manifest.display());
+        let changed = with_version(&files.manifest, version)?;
+        if changed != files.manifest {
+            files.manifest = changed;
+            rewritten = Some(version.as_str());
         }
     }
-    let files = lint::read_project(&args.manifest).map_err(|e| Failure::BadInput(e.0))?;
     let manifest = match std::str::from_utf8(&files.manifest)
         .ok()
         .and_then(|text| atrium_manifest::parse(text).ok())
@@ -132,9 +134,10 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
         step(1, "preflight: skipped (--no-preflight)");
     } else {
         step(1, "preflight");
-        let body = lint::preflight_body(&files).ok_or_else(|| {
+        let mut body = lint::preflight_body(&files).ok_or_else(|| {
             Failure::BadInput(format!("{} is not UTF-8 text", files.manifest_file))
         })?;
+        body.build_inputs = preflight_inputs(args, &project_dir, &files);
         let view: PreflightView = client
             .call(reqwest::Method::POST, "/api/dev/preflight", Some(&body))
             .await?;
@@ -147,14 +150,29 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
         }
         say!("      passed ({} warning(s))", view.warnings);
     }
+    if let Some(set) = rewritten {
+        std::fs::write(&args.manifest, &files.manifest).map_err(|e| {
+            Failure::BadInput(format!("cannot write {}: {e}", args.manifest.display()))
+        })?;
+        say!("Set version: {set} in {}", args.manifest.display());
+    }
 
     // 2. Build.
     let component = build(args, &project_dir, &manifest)?;
+    // A Rust component carries no record of its inputs: the registration sends them, for the
+    // next preflight to compare (the Python and TypeScript builds record their own).
+    let build_inputs = match crate::build::Lang::of(&project_dir) {
+        Some(crate::build::Lang::Rust) if component.is_some() && !args.skip_build => Some(
+            crate::build::inputs(&project_dir, crate::build::Lang::Rust, None)?,
+        ),
+        _ => None,
+    };
 
     // 3. Registration.
     step(3, &format!("register {slug} {version}"));
-    let (content_type, body) = registration_body(&files, component.as_deref())?;
-    let response = client
+    let (content_type, body) =
+        registration_body(&files, component.as_deref(), build_inputs.as_deref())?;
+    let response = match client
         .send_bytes(
             reqwest::Method::POST,
             &format!("/api/dev/apps/{slug}/versions"),
@@ -162,7 +180,18 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
             body,
             "registration",
         )
-        .await?;
+        .await
+    {
+        Ok(response) => response,
+        Err(Failure::Platform(message)) if message.contains("answered 409 immutable") => {
+            let next = next_version(&client, &slug, &version).await;
+            return Err(Failure::Platform(format!(
+                "{message}; a registered version never changes: deploy the change as a new version, `atrium deploy --version {}`",
+                next.as_deref().unwrap_or("<new version>")
+            )));
+        }
+        Err(other) => return Err(other),
+    };
     let registration: RegistrationView = read_json(response).await?;
     if !args.json {
         lint::print_problems(&registration.warnings);
@@ -330,11 +359,53 @@ fn try_it(slug: &str, manifest: &Manifest, dev: Option<&atrium_platform::registr
                 },
                 dev.message.as_deref().unwrap_or("")
             );
-            say!(
-                "  give the values with POST /api/installs/{slug}/activate (a tenant admin token of the dev tenant), or declare defaults in the manifest"
-            );
+            if matches!(outcome, "missing_settings" | "invalid_settings") {
+                say!(
+                    "  give the values with `{}` (it then runs {}), or declare defaults in the manifest",
+                    crate::apps::settings_command(slug, &dev.missing),
+                    manifest.version
+                );
+            } else {
+                say!(
+                    "  once the dev tenant has what it lacks, `atrium apps settings set {slug}` installs the version there"
+                );
+            }
         }
     }
+}
+
+/// The build inputs the registration will carry, for the preflight to compare with the
+/// registered version's: the project's as they are (the manifest as this deploy will write
+/// it), or with `--skip-build` those the last Python or TypeScript build recorded in its
+/// component. `None` when they cannot be known before the build (a Rust project with
+/// `--skip-build`, an SDK not set up: the build step then says what is wrong).
+fn preflight_inputs(args: &Args, dir: &Path, files: &ProjectFiles) -> Option<String> {
+    let lang = crate::build::Lang::of(dir)?;
+    if args.skip_build {
+        if lang == crate::build::Lang::Rust {
+            return None;
+        }
+        let bytes = std::fs::read(crate::build::last_built(dir, lang).ok()?).ok()?;
+        return atrium_runtime::build_inputs::read(&bytes);
+    }
+    let manifest = args.manifest.file_name()?.to_string_lossy().into_owned();
+    crate::build::inputs(
+        dir,
+        lang,
+        Some((manifest.as_str(), files.manifest.as_slice())),
+    )
+    .ok()
+}
+
+/// The first patch version after `version` that the app has not registered, for the advice
+/// after a 409 (`None` when the versions cannot be read).
+async fn next_version(client: &Client, slug: &str, version: &str) -> Option<String> {
+    let detail = crate::apps::app_detail(client, slug).await.ok()?;
+    let mut next = atrium_manifest::rules::next_patch(version)?;
+    while detail.versions.iter().any(|v| v.version == next) {
+        next = atrium_manifest::rules::next_patch(&next)?;
+    }
+    Some(next)
 }
 
 /// The manifest with its top-level `version` set to `version` (YAML: the `version:` line;
@@ -398,11 +469,13 @@ fn build(args: &Args, dir: &Path, manifest: &Manifest) -> Result<Option<Vec<u8>>
     Ok(Some(bytes))
 }
 
-/// The registration's multipart body: the manifest, the component, every `app_docs/` file and
-/// every template default.
+/// The registration's multipart body: the manifest, the component (with the digest of its
+/// build inputs when the component does not carry it), every `app_docs/` file and every
+/// template default.
 fn registration_body(
     files: &ProjectFiles,
     component: Option<&[u8]>,
+    build_inputs: Option<&str>,
 ) -> Result<(String, Vec<u8>), Failure> {
     let mut nonce = [0u8; 12];
     getrandom::fill(&mut nonce)
@@ -419,6 +492,9 @@ fn registration_body(
         vec![("manifest", Some(manifest_name), &files.manifest)];
     if let Some(component) = component {
         parts.push(("component", None, component));
+        if let Some(inputs) = build_inputs {
+            parts.push(("build_inputs", None, inputs.as_bytes()));
+        }
     }
     for (path, bytes) in &files.docs {
         parts.push(("app_docs", Some(path.clone()), bytes));

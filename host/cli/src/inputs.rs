@@ -31,8 +31,24 @@ const NOT_INPUTS: &[&str] = &[
 /// The digest of the inputs of the project in `dir`, built by `toolchain` (the SDK build
 /// tool's `--print-toolchain` answer).
 pub fn digest(dir: &Path, lang: Lang, toolchain: &str) -> Result<String, Failure> {
+    digest_with(dir, lang, toolchain, None)
+}
+
+/// [`digest`], with one file's content as `with` says (its path relative to `dir`, `/`-
+/// separated, and its bytes) rather than as it is on disk: the manifest that `atrium deploy
+/// --version` writes only after its checks.
+pub fn digest_with(
+    dir: &Path,
+    lang: Lang,
+    toolchain: &str,
+    with: Option<(&str, &[u8])>,
+) -> Result<String, Failure> {
     let mut files = Vec::new();
     walk(dir, dir, &mut files)?;
+    if let Some((path, bytes)) = with {
+        files.retain(|(p, _)| p != path);
+        files.push((path.to_owned(), Sha256::digest(bytes).into()));
+    }
     files.sort();
     let mut hash = Sha256::new();
     hash.update(b"atrium-build-inputs/1\0");
@@ -147,5 +163,13 @@ mod tests {
             digest(p, Lang::TypeScript, "{\"sdk\":\"0.1.0\"}").unwrap(),
             first
         );
+
+        // A file's content given instead of read: the digest the file will have once written.
+        let toolchain = "{\"sdk\":\"0.1.0\"}";
+        let new_app: &[u8] = b"print(2)\n";
+        let given = digest_with(p, Lang::Python, toolchain, Some(("app.py", new_app))).unwrap();
+        assert_ne!(given, first);
+        std::fs::write(p.join("app.py"), "print(2)\n").unwrap();
+        assert_eq!(digest(p, Lang::Python, toolchain).unwrap(), given);
     }
 }

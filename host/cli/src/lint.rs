@@ -86,7 +86,22 @@ pub(crate) fn read_project(manifest: &Path) -> Result<ProjectFiles, CannotRun> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let manifest_bytes = read(manifest)?;
+    let manifest_bytes = std::fs::read(manifest).map_err(|e| {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            return CannotRun(format!("cannot read {}: {e}", manifest.display()));
+        }
+        // Outside a project: say where it looked, and how to name another manifest.
+        let looked_in = match std::env::current_dir() {
+            Ok(cwd) if dir == Path::new(".") => cwd,
+            Ok(cwd) => cwd.join(dir),
+            Err(_) => dir.to_owned(),
+        };
+        CannotRun(format!(
+            "cannot read {}: there is no such file in {}; run the command in the project's directory, or name its manifest with --manifest PATH (`atrium init <slug>` makes a new project)",
+            manifest.display(),
+            looked_in.display()
+        ))
+    })?;
     let mut templates = Vec::new();
     let templates_dir = dir.join(project::TEMPLATES_DIR);
     if templates_dir.is_dir() {
@@ -186,6 +201,7 @@ pub(crate) fn preflight_body(files: &ProjectFiles) -> Option<PreflightRequest> {
         manifest,
         manifest_file: Some(files.manifest_file.clone()),
         files: sent,
+        build_inputs: None,
     })
 }
 

@@ -89,7 +89,8 @@ enum Command {
     ///
     /// Exit codes: 0, or 1 when the config file cannot be read, 2 when it cannot be written.
     Logout(account::LogoutArgs),
-    /// Your apps on the platform (list, show, promote, rollback, archive, call).
+    /// Your apps on the platform (list, show, promote, rollback, archive, call, and the
+    /// settings of their installs in your dev tenant).
     ///
     /// Exit codes: 0 success, 1 bad input, 2 a platform error (including an unknown app), 3 no
     /// token or a refused one.

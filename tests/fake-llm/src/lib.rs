@@ -270,6 +270,12 @@ impl Upstream {
         self.settings().script.extend(replies);
     }
 
+    /// Drops the replies of the script still to be used (a test that cuts runs short starts
+    /// each try from the same script).
+    pub fn forget_script(&self) {
+        self.settings().script.clear();
+    }
+
     /// How many scripted replies are still to be used.
     pub fn scripted(&self) -> usize {
         self.settings().script.len()

@@ -79,12 +79,25 @@ pub(crate) fn json_body(value: &Value) -> Option<(&'static str, Vec<u8>)> {
 
 /// Registers `version` of the probe component under `slug` for the developer of `token`.
 fn register(base: &str, token: &str, slug: &str, version: &str) {
-    let manifest = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
-        .unwrap()
-        .replace("app_id: probe", &format!("app_id: {slug}"))
-        .replace("version: 1.0.0", &format!("version: {version}"))
-        .replace("probe.read", "tasks.read")
-        .replace("probe.write", "tasks.write");
+    register_edited(base, token, slug, version, &|manifest| manifest);
+}
+
+/// The same, with the manifest's text as `edit` makes it.
+fn register_edited(
+    base: &str,
+    token: &str,
+    slug: &str,
+    version: &str,
+    edit: &dyn Fn(String) -> String,
+) {
+    let manifest = edit(
+        std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
+            .unwrap()
+            .replace("app_id: probe", &format!("app_id: {slug}"))
+            .replace("version: 1.0.0", &format!("version: {version}"))
+            .replace("probe.read", "tasks.read")
+            .replace("probe.write", "tasks.write"),
+    );
     let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
     let boundary = "atrium-cli-test-boundary";
     let mut body = Vec::new();
@@ -203,6 +216,31 @@ fn developer_commands_work_against_a_running_host() {
     );
     exits(&out, 3);
     assert!(stderr(&out).contains("401"), "{}", stderr(&out));
+    assert!(!config_dir.join("config.toml").exists());
+    // Another principal's credential: login says which it is and where a developer token
+    // comes from (not that "a JWT has three parts"); exit 3, nothing stored.
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/api/tenants/shop/tokens"),
+        &org_key,
+        json_body(&json!({"role": "user"})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let tenant_token = body["token"].as_str().unwrap().to_owned();
+    for (token, kind) in [
+        (org_key.as_str(), "organization key"),
+        (tenant_token.as_str(), "tenant token"),
+    ] {
+        let out = atrium.run(here, &["login", "--token", token, "--platform", &base], &[]);
+        exits(&out, 3);
+        let said = stderr(&out);
+        assert!(
+            said.contains(kind)
+                && said.contains("atrium developers token")
+                && !said.contains("three parts"),
+            "{said}"
+        );
+    }
     assert!(!config_dir.join("config.toml").exists());
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = format!("http://{}", closed.local_addr().unwrap());
@@ -491,6 +529,154 @@ fn developer_commands_work_against_a_running_host() {
         "{body}"
     );
 
+    // A version with a required setting and no default: its promotion cannot move Ada's dev
+    // tenant (on 1.1.0), so calls answer from 1.1.0 and say so, and an unknown tool points to
+    // the command that lists the tools. Ada gives the value with `apps settings set`, checked
+    // as a tenant admin's change is (refused values store nothing), and the install moves.
+    register_edited(&base, &ada, slug, "1.2.0", &|manifest| {
+        format!(
+            "{manifest}install_settings:\n  - {{id: signature, type: string, label: Signature, required: true}}\n  - {{id: retries, type: number, label: Retries, required: false, default: 1, max: 5}}\n"
+        )
+    });
+    let give = format!("atrium apps settings set {slug} signature=VALUE");
+    let out = atrium.run(here, &["apps", "promote", slug, "1.2.0"], &[]);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("missing_settings (signature)") && stdout(&out).contains(&give),
+        "{}",
+        stdout(&out)
+    );
+    let out = atrium.run(
+        here,
+        &["apps", "call", slug, "echo", r#"{"said": "hi"}"#],
+        &[],
+    );
+    exits(&out, 0);
+    assert!(stdout(&out).contains(r#""said": "hi""#), "{}", stdout(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("from probe-notes 1.1.0")
+            && said.contains("current version 1.2.0")
+            && said.contains(&give),
+        "{said}"
+    );
+    let out = atrium.run(here, &["apps", "call", slug, "nope", "{}"], &[]);
+    exits(&out, 2);
+    let said = stderr(&out);
+    assert!(
+        said.contains("unknown_tool")
+            && said.contains(&format!("`atrium apps show {slug}` lists the tools"))
+            && !said.contains("atrium apps list"),
+        "{said}"
+    );
+    let out = atrium.run(here, &["apps", "show", slug], &[]);
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("tools: echo, guarded"),
+        "{}",
+        stdout(&out)
+    );
+    let out = atrium.run(here, &["apps", "settings", "get", slug], &[]);
+    exits(&out, 0);
+    let said = stdout(&out);
+    assert!(
+        said.contains("1.1.0, active (the current version is 1.2.0)")
+            && said.contains("(needs a value)")
+            && said.contains(&give),
+        "{said}"
+    );
+    for (args, code, named) in [
+        (
+            vec![
+                "apps",
+                "settings",
+                "set",
+                slug,
+                "signature=Ada",
+                "retries=9",
+            ],
+            2,
+            "retries",
+        ),
+        (
+            vec!["apps", "settings", "set", slug, "colour=red"],
+            2,
+            "colour",
+        ),
+        (
+            vec!["apps", "settings", "set", slug, "retries=2"],
+            2,
+            "signature",
+        ),
+        (
+            vec!["apps", "settings", "set", slug, "Not A Key=1"],
+            1,
+            "`Not ...",
+        ),
+    ] {
+        let out = atrium.run(here, &args, &[]);
+        exits(&out, code);
+        assert!(stderr(&out).contains(named), "{args:?}: {}", stderr(&out));
+    }
+    let out = atrium.run(here, &["apps", "settings", "get", slug], &as_bob);
+    exits(&out, 2);
+    assert!(stderr(&out).contains("403"), "{}", stderr(&out));
+    let (status, body) = http("GET", &format!("{base}/api/installs/{slug}"), &admin, None);
+    assert_eq!(
+        (status, body["version"].as_str()),
+        (200, Some("1.1.0")),
+        "refused values store nothing: {body}"
+    );
+    let out = atrium.run(
+        here,
+        &[
+            "apps",
+            "settings",
+            "set",
+            slug,
+            "signature=Ada",
+            "retries=3",
+        ],
+        &[],
+    );
+    exits(&out, 0);
+    assert!(
+        stdout(&out).contains("upgraded to 1.2.0 with them"),
+        "{}",
+        stdout(&out)
+    );
+    let (status, body) = http("GET", &format!("{base}/api/installs/{slug}"), &admin, None);
+    assert_eq!(
+        (status, body["version"].as_str(), body["settings"].clone()),
+        (
+            200,
+            Some("1.2.0"),
+            json!({"signature": "Ada", "retries": 3})
+        ),
+        "{body}"
+    );
+    let out = atrium.run(here, &["apps", "call", slug, "echo", "{}"], &[]);
+    exits(&out, 0);
+    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+    // On the current version, a change keeps the other values; a value from standard input.
+    let out = atrium.run_with_input(
+        here,
+        &["apps", "settings", "set", slug, "signature", "--json"],
+        "Ada Lovelace\n",
+    );
+    exits(&out, 0);
+    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            view["outcome"].as_str(),
+            view["settings"]["signature"].as_str(),
+            view["settings"]["retries"].as_i64(),
+            view["missing_settings"].clone()
+        ),
+        (Some("updated"), Some("Ada Lovelace"), Some(3), json!([])),
+        "{view}"
+    );
+
     // Deploy a project whose component was built before (--skip-build): preflight, the
     // component cargo's metadata points at, docs, a template, the web/ bundle, promotion.
     let app_dir = dir.path().join("probe-deploy");
@@ -641,6 +827,54 @@ fn developer_commands_work_against_a_running_host() {
         "{}",
         stdout(&out)
     );
+    // Other docs under a registered version: the preflight says the version must change and
+    // names a free one (exit 1, the manifest file left as it was); without the preflight the
+    // platform's 409 says the same (exit 2).
+    std::fs::write(
+        app_dir.join("app_docs/user.md"),
+        "# Probe\n\nWhat it does, and more.\n",
+    )
+    .unwrap();
+    let out = atrium.run(
+        &app_dir,
+        &[
+            "deploy",
+            "--skip-build",
+            "--no-promote",
+            "--version",
+            "1.2.0",
+        ],
+        &built,
+    );
+    exits(&out, 1);
+    assert!(
+        stdout(&out).contains("other docs")
+            && stdout(&out).contains("atrium deploy --version 1.2.1"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        std::fs::read_to_string(app_dir.join("atrium.app.yaml"))
+            .unwrap()
+            .contains("version: 1.0.0"),
+        "a refused deploy leaves the manifest file as it was"
+    );
+    let out = atrium.run(
+        &app_dir,
+        &["deploy", "--skip-build", "--no-preflight", "--no-promote"],
+        &built,
+    );
+    exits(&out, 2);
+    assert!(
+        stderr(&out).contains("409") && stderr(&out).contains("atrium deploy --version 1.0.1"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(
+        app_dir.join("app_docs/user.md"),
+        "# Probe\n\nWhat it does.\n",
+    )
+    .unwrap();
     // A preflight error stops everything before the registration: exit 1.
     std::fs::write(
         app_dir.join("atrium.app.yaml"),
@@ -807,6 +1041,17 @@ fn developer_commands_work_against_a_running_host() {
             .replace("{greeting}, {name}!", "{greeting}, dear {name}!"),
     )
     .unwrap();
+    // The code changed, not the version: the preflight compares the project's build inputs
+    // with the registered version's and stops before the build (exit 1), naming a free one.
+    let out = atrium.run(&greeter, &["deploy"], &scaffold);
+    exits(&out, 1);
+    assert!(
+        stdout(&out).contains("other build inputs")
+            && stdout(&out).contains("atrium deploy --version 0.1.1"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("[2/5]"), "{}", stdout(&out));
     let out = atrium.run(
         &greeter,
         &["deploy", "--version", "0.2.0", "--json"],
@@ -852,6 +1097,35 @@ fn developer_commands_work_against_a_running_host() {
         "{}",
         stderr(&out)
     );
+    // One line, as every error of the tool, not clap's usage.
+    let said = stderr(&out);
+    assert!(
+        said.starts_with("atrium upgrade: ")
+            && said.trim_end().lines().count() == 1
+            && !said.contains("Usage"),
+        "{said}"
+    );
+    // The organization by its name, as the administration commands take it.
+    let out = atrium.run(
+        here,
+        &["upgrade", "greeter-app", "--tenant", "acme/ada-dev"],
+        &[],
+    );
+    exits(&out, 0);
+    assert!(stdout(&out).contains("current"), "{}", stdout(&out));
+    // Names that match no install are refused, saying which (not "no installs to upgrade").
+    for (tenant, named) in [
+        ("nope/ada-dev", "organization `nope`"),
+        ("acme/nobody", "tenant `nobody`"),
+    ] {
+        let out = atrium.run(here, &["upgrade", "greeter-app", "--tenant", tenant], &[]);
+        exits(&out, 1);
+        assert!(
+            stderr(&out).contains(named) && stderr(&out).contains("no install"),
+            "{}",
+            stderr(&out)
+        );
+    }
     let out = atrium.run(
         here,
         &["upgrade", "greeter-app", "--tenant", &dev_tenant],

@@ -67,6 +67,31 @@ fn json_output_is_an_array_of_problems() {
     assert_eq!((out.status.code(), stdout(&out).trim()), (Some(0), "[]"));
 }
 
+/// One typo, one problem: a misspelt required field is the unknown field, naming the field it
+/// stands for, not also a missing field; and no message says "?.".
+#[test]
+fn a_misspelt_required_field_is_one_problem() {
+    let dir = project(&MINIMAL.replace("name: Demo", "nmae: Demo"));
+    let out = atrium(dir.path(), &["lint", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let problems: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let list = problems.as_array().expect("array");
+    assert_eq!(list.len(), 1, "{problems}");
+    assert_eq!(list[0]["code"], "unknown_field", "{problems}");
+    assert_eq!(list[0]["path"], "nmae", "{problems}");
+    let message = list[0]["message"].as_str().expect("message");
+    assert!(
+        message.contains("did you mean `name`? `name` is required") && !message.contains("?."),
+        "{message}"
+    );
+    let out = atrium(dir.path(), &["lint"]);
+    assert!(
+        stdout(&out).contains("lint failed: 1 error, 0 warnings"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn manifest_flag_and_json_manifests() {
     let dir = project(MINIMAL);
@@ -83,6 +108,22 @@ fn missing_or_unreadable_manifest_exits_2() {
     let out = atrium(dir.path(), &["lint"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read atrium.app.yaml"));
+    // Outside a project, lint and deploy say where they looked and how to name a manifest.
+    let here = dir
+        .path()
+        .file_name()
+        .expect("a name")
+        .to_string_lossy()
+        .into_owned();
+    for (args, code) in [(&["lint"][..], 2), (&["deploy"][..], 1)] {
+        let out = atrium(dir.path(), args);
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {said}");
+        assert!(
+            said.contains("--manifest") && said.contains(&here),
+            "{args:?}: {said}"
+        );
+    }
     std::fs::create_dir(dir.path().join("adir")).expect("mkdir");
     assert_eq!(
         atrium(dir.path(), &["lint", "--manifest", "adir"])
@@ -157,11 +198,62 @@ fn templates_and_docs_beside_the_manifest_are_checked() {
     assert!(has("app_docs", "required"), "{problems:?}");
 }
 
+/// A heartbeat whose skill nothing on the host provides would fail every run until it is
+/// disabled: lint refuses it, naming the skills the host provides.
+#[test]
+fn a_heartbeat_naming_a_skill_nothing_provides_is_refused() {
+    let agents = |skill: &str, tool: &str| {
+        format!(
+            "{MINIMAL}agents:\n  - id: collector\n    name: Collector\n    system_prompt: Chase.\n    is_default: true\n    heartbeats:\n      - slug: overdue\n        skill: {skill}\n        tool: {tool}\n        interval_minutes: 60\n"
+        )
+    };
+    let dir = project(&agents("invoices.search", "search_overdue"));
+    let out = atrium(dir.path(), &["lint", "--offline"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "atrium.app.yaml:14:16: error[invalid_value] agents[0].heartbeats[0].skill: `invoices.search` is not a skill this host provides"
+        ),
+        "{text}"
+    );
+    for skill in [
+        "`_internal_app_records`",
+        "`_internal_agent_memory`",
+        "`knowledge`",
+        "`memory`",
+        "`records`",
+        "`rooms`",
+    ] {
+        assert!(text.contains(skill), "{skill}: {text}");
+    }
+    // A platform skill with a tool it does not have: refused at the tool, naming its tools.
+    let dir = project(&agents("records", "search_overdue"));
+    let out = atrium(dir.path(), &["lint", "--offline", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let problems: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        problems[0]["path"], "agents[0].heartbeats[0].tool",
+        "{problems}"
+    );
+    assert_eq!(problems[0]["code"], "invalid_value", "{problems}");
+    assert!(
+        problems[0]["message"].as_str().unwrap().contains("`query`"),
+        "{problems}"
+    );
+    // What the host provides passes.
+    for (skill, tool) in [("records", "query"), ("_internal_app_records", "query")] {
+        let dir = project(&agents(skill, tool));
+        let out = atrium(dir.path(), &["lint", "--offline"]);
+        assert_eq!(out.status.code(), Some(0), "{skill}: {}", stdout(&out));
+    }
+}
+
 #[test]
 fn example_manifests_pass() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    for example in ["minimal", "invoices"] {
-        let out = atrium(&root.join(example), &["lint"]);
+    for example in ["minimal", "invoices", "invoices-py", "invoices-ts"] {
+        let out = atrium(&root.join(example), &["lint", "--offline"]);
         assert_eq!(out.status.code(), Some(0), "{example}: {}", stdout(&out));
     }
 }

@@ -9,6 +9,117 @@ use serde_json::json;
 use crate::developer::{exits, http, json_body, scaffold_target};
 use crate::{Atrium, stdout};
 
+/// The `run: |` script of the workflow step named `name`, de-indented.
+fn step_script(workflow: &str, name: &str) -> String {
+    let mut lines = workflow
+        .lines()
+        .skip_while(|l| !l.contains(&format!("name: {name}")));
+    assert!(lines.next().is_some(), "no step {name}:\n{workflow}");
+    let run = lines
+        .by_ref()
+        .find(|l| l.trim_start().starts_with("run: |"))
+        .unwrap_or_else(|| panic!("step {name} has no `run: |`"));
+    let indent = run.len() - run.trim_start().len() + 2;
+    lines
+        .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() >= indent)
+        .map(|l| l.get(indent..).unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    exits(&out, 0);
+    stdout(&out).trim().to_owned()
+}
+
+/// The scaffold's CI workflows (every language) are YAML, fetch Atrium's source at
+/// `ATRIUM_REF` whether it names a branch, a tag or a commit (a clone's `--branch` takes no
+/// commit), and build the developer tool only when the cache of that commit has none.
+#[test]
+fn the_ci_workflows_fetch_any_ref_and_cache_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    // Atrium's stand-in: a commit, a tag on it, and a branch one commit further.
+    let upstream = dir.path().join("upstream");
+    std::fs::create_dir(&upstream).unwrap();
+    git(&upstream, &["init", "--quiet", "--initial-branch=main"]);
+    // GitHub answers a fetch of any commit it has by its id.
+    git(
+        &upstream,
+        &["config", "uploadpack.allowAnySHA1InWant", "true"],
+    );
+    std::fs::write(upstream.join("which.txt"), "first").unwrap();
+    git(&upstream, &["add", "which.txt"]);
+    git(&upstream, &["commit", "--quiet", "-m", "first"]);
+    let first = git(&upstream, &["rev-parse", "HEAD"]);
+    git(&upstream, &["tag", "v1"]);
+    std::fs::write(upstream.join("which.txt"), "second").unwrap();
+    git(&upstream, &["commit", "--quiet", "-am", "second"]);
+    let second = git(&upstream, &["rev-parse", "HEAD"]);
+    let url = format!("file://{}", upstream.display());
+
+    let scaffold = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scaffold");
+    for lang in ["rust", "python", "typescript"] {
+        let workflow =
+            std::fs::read_to_string(scaffold.join(lang).join(".github/workflows/deploy.yml"))
+                .unwrap();
+        assert!(
+            !atrium_manifest::validate(&workflow)
+                .problems
+                .iter()
+                .any(|p| p.code == atrium_manifest::Code::Syntax),
+            "{lang}: the workflow is not YAML: {:?}",
+            atrium_manifest::validate(&workflow).problems
+        );
+        assert!(!workflow.contains("--branch"), "{lang}: {workflow}");
+        for expected in [
+            "uses: actions/cache@v4",
+            "key: atrium-tool-${{ runner.os }}-${{ env.ATRIUM_COMMIT }}",
+            "if: steps.atrium-tool.outputs.cache-hit != 'true'",
+            "echo \"$HOME/.atrium-tool/bin\" >> \"$GITHUB_PATH\"",
+        ] {
+            assert!(
+                workflow.contains(expected),
+                "{lang}: {expected}:\n{workflow}"
+            );
+        }
+        let script = step_script(&workflow, "Atrium's source at ATRIUM_REF");
+        for (reference, commit, content) in [
+            (first.as_str(), first.as_str(), "first"),
+            ("v1", first.as_str(), "first"),
+            ("main", second.as_str(), "second"),
+        ] {
+            let runner = tempfile::tempdir().unwrap();
+            let env_file = runner.path().join("github-env");
+            let out = Command::new("bash")
+                .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &script])
+                .env("ATRIUM_GIT", &url)
+                .env("ATRIUM_REF", reference)
+                .env("RUNNER_TEMP", runner.path())
+                .env("GITHUB_ENV", &env_file)
+                .current_dir(runner.path())
+                .output()
+                .unwrap();
+            exits(&out, 0);
+            assert_eq!(
+                std::fs::read_to_string(runner.path().join("atrium/which.txt")).unwrap(),
+                content,
+                "{lang}: {reference}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&env_file).unwrap().trim(),
+                format!("ATRIUM_COMMIT={commit}"),
+                "{lang}: {reference}"
+            );
+        }
+    }
+}
+
 /// `atrium init` makes a project that lints and passes its own tests as it is; bad input
 /// exits 1 and writes nothing.
 #[test]

@@ -2,8 +2,8 @@
 //! test starts: `init`, the project's own tests, `lint`, `build` twice (the same bytes), `dev`
 //! serving its pages, `login`, `deploy` twice (exit 0 both times), the call deploy printed
 //! answering in the dev tenant, a new version with a new required setting and a new scope
-//! (deployed, but the dev tenant told what it misses), the tenant's upgrade with both, and a
-//! tool that fails answering 502.
+//! (deployed, but the dev tenant told what it misses, and its calls saying which version
+//! answers), the tenant's upgrade with both, and a tool that fails answering 502.
 //!
 //! Each step's time is printed (`--nocapture` shows them; docs/benchmarks.md has a run's
 //! figures): they are measured here, never asserted.
@@ -265,6 +265,24 @@ fn walk(atrium: &Atrium, here: &Path, base: &str, org_key: &str, lang: &'static 
         stdout(&out).contains("missing_settings") && stdout(&out).contains("signature"),
         "{lang}: the dev tenant is told what it misses: {}",
         stdout(&out)
+    );
+    // Until then the dev tenant runs 0.1.0: a call says so and what moves it; a tool only
+    // 0.2.0 has is unknown there, and the error names the command that lists the tools.
+    let out = atrium.run(&project, &["apps", "call", &slug, "greet", "{}"], &[]);
+    exits(&out, 0);
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!("from {slug} 0.1.0"))
+            && said.contains("current version 0.2.0")
+            && said.contains(&format!("atrium apps settings set {slug} signature=VALUE")),
+        "{lang}: {said}"
+    );
+    let out = atrium.run(&project, &["apps", "call", &slug, "boom", "{}"], &[]);
+    exits(&out, 2);
+    let said = stderr(&out);
+    assert!(
+        said.contains("unknown_tool") && said.contains(&format!("atrium apps show {slug}")),
+        "{lang}: {said}"
     );
     let (status, created) = http(
         "POST",

@@ -212,8 +212,9 @@ fn socket(_: &Ctx<'_>, a: Value) -> Result<Value, Error> {
 }
 
 /// Echoes the event; a payload's `behave` object, keyed by app id, makes one subscriber of a
-/// fan-out misbehave: `fail`, `trap`, `sleep:<ms>`, or `relay` (emit the same event again, as
-/// an event loop does).
+/// fan-out misbehave: `fail`, `trap`, `sleep:<ms>`, `relay` (emit the same event again, as
+/// an event loop does), or `record:<id>` (store a `delivery` record `<id>`, so a test counts
+/// the deliveries that ran).
 fn on_event(ctx: &Ctx<'_>, event: AppEvent) -> Result<Value, Error> {
     let echo = json!({
         "event": event.event_name, "from": event.emitter_app_id, "payload": event.payload,
@@ -228,6 +229,13 @@ fn on_event(ctx: &Ctx<'_>, event: AppEvent) -> Result<Value, Error> {
             std::thread::sleep(std::time::Duration::from_millis(
                 millis.parse().unwrap_or(0),
             ));
+            Ok(echo)
+        }
+        ("record", id) => {
+            ctx.tools.call(
+                "records.put",
+                json!({"record_type": "delivery", "record": {"id": id}}),
+            )?;
             Ok(echo)
         }
         ("relay", _) => Ok(json!({
