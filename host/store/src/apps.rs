@@ -561,8 +561,8 @@ impl Store {
     }
 }
 
-async fn insert_file<'c, DB>(
-    tx: &mut sqlx::Transaction<'c, DB>,
+async fn insert_file<DB>(
+    tx: &mut crate::WriteTx<DB>,
     slug: &str,
     version: &str,
     role: FileRole,

@@ -195,33 +195,120 @@ pub(crate) trait WriteTransaction {
     type Db: sqlx::Database;
 
     /// `BEGIN` for a transaction that will write.
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Self::Db>>;
+    async fn begin_write(&self) -> Result<WriteTx<Self::Db>>;
 }
 
 impl WriteTransaction for SqlitePool {
     type Db = sqlx::Sqlite;
 
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+    async fn begin_write(&self) -> Result<WriteTx<sqlx::Sqlite>> {
         let pool = self.clone();
-        uncancelled(async move { pool.begin_with("BEGIN IMMEDIATE").await }).await
+        uncancelled(async move {
+            // The database's turn first, then a connection and the lock: writers wait here in
+            // the order they came, none holding a connection, instead of each in SQLite's
+            // busy handler on a connection of its own, where the lock goes to whichever polls
+            // first and a writer can wait out the busy timeout behind a stream of newer ones.
+            let gate = write_gate(pool.connect_options().get_filename());
+            let turn = tokio::time::timeout(WRITE_TURN_TIMEOUT, gate.acquire_owned())
+                .await
+                .map_err(|_| {
+                    StoreError::Internal(format!(
+                        "no turn to write within {} s: another write of this host holds the database",
+                        WRITE_TURN_TIMEOUT.as_secs()
+                    ))
+                })?
+                .map_err(|e| StoreError::Internal(format!("the write gate closed: {e}")))?;
+            let tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+            Ok(WriteTx {
+                tx,
+                _turn: Some(turn),
+            })
+        })
+        .await
     }
 }
 
 impl WriteTransaction for PgPool {
     type Db = sqlx::Postgres;
 
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    async fn begin_write(&self) -> Result<WriteTx<sqlx::Postgres>> {
         let pool = self.clone();
-        uncancelled(async move { pool.begin().await }).await
+        uncancelled(async move {
+            Ok(WriteTx {
+                tx: pool.begin().await?,
+                _turn: None,
+            })
+        })
+        .await
+    }
+}
+
+/// How long a write waits for its turn at the SQLite database (as long as SQLite's own busy
+/// timeout would have let it wait for the lock).
+const WRITE_TURN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The write gate of the SQLite database `file`: one turn, shared by every pool of this
+/// process on that file, handed out first come, first served (tokio's semaphore is fair).
+/// SQLite lets one writer in at a time anyway; the gate only decides the order.
+fn write_gate(file: &Path) -> std::sync::Arc<tokio::sync::Semaphore> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, Weak};
+    static GATES: OnceLock<Mutex<HashMap<std::path::PathBuf, Weak<tokio::sync::Semaphore>>>> =
+        OnceLock::new();
+    let mut gates = GATES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(gate) = gates.get(file).and_then(Weak::upgrade) {
+        return gate;
+    }
+    // The gates of databases nobody writes any more go as new ones come.
+    gates.retain(|_, gate| gate.strong_count() > 0);
+    let gate = Arc::new(tokio::sync::Semaphore::new(1));
+    gates.insert(file.to_path_buf(), Arc::downgrade(&gate));
+    gate
+}
+
+/// A transaction that writes ([`WriteTransaction::begin_write`]): the connection to run its
+/// statements on (`&mut *tx`), until [`WriteTx::commit`] or [`WriteTx::rollback`]; dropped,
+/// it rolls back. On SQLite it holds the database's write turn until it ends.
+pub(crate) struct WriteTx<DB: sqlx::Database> {
+    tx: sqlx::Transaction<'static, DB>,
+    _turn: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl<DB: sqlx::Database> WriteTx<DB> {
+    /// Commits; the turn is given back once the commit is done.
+    pub(crate) async fn commit(self) -> std::result::Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+
+    /// Rolls back; the turn is given back once the rollback is done.
+    pub(crate) async fn rollback(self) -> std::result::Result<(), sqlx::Error> {
+        self.tx.rollback().await
+    }
+}
+
+impl<DB: sqlx::Database> std::ops::Deref for WriteTx<DB> {
+    type Target = DB::Connection;
+
+    fn deref(&self) -> &DB::Connection {
+        &self.tx
+    }
+}
+
+impl<DB: sqlx::Database> std::ops::DerefMut for WriteTx<DB> {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
+        &mut self.tx
     }
 }
 
 /// Runs `begin` to its end in a task of its own, whether or not the caller waits for it.
 async fn uncancelled<T: Send + 'static>(
-    begin: impl Future<Output = Result<T, sqlx::Error>> + Send + 'static,
+    begin: impl Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
     match tokio::spawn(begin).await {
-        Ok(begun) => Ok(begun?),
+        Ok(begun) => begun,
         Err(e) => Err(StoreError::Internal(format!(
             "beginning a transaction stopped: {e}"
         ))),

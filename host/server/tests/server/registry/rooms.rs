@@ -504,13 +504,33 @@ async fn rooms_route_mentions_and_keep_to_their_tenant() {
         let paged_id = paged["id"].as_str().unwrap().to_owned();
         let posts = (0..250).map(|i| {
             let (host, alice, paged_id) = (&host, &alice, &paged_id);
-            async move { post(host, alice, paged_id, &format!("m{i}")).await.0 }
+            // A host this busy may shed a post (503 `overloaded`, docs/api.md): the client
+            // sends it again, as a client of a busy host does.
+            async move {
+                let mut answer = post(host, alice, paged_id, &format!("m{i}")).await;
+                for _ in 0..20 {
+                    if answer.0 != StatusCode::SERVICE_UNAVAILABLE {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    answer = post(host, alice, paged_id, &format!("m{i}")).await;
+                }
+                answer
+            }
         });
-        let statuses = futures::stream::iter(posts)
+        let answers = futures::stream::iter(posts)
             .buffer_unordered(16)
             .collect::<Vec<_>>()
             .await;
-        assert!(statuses.iter().all(|s| *s == StatusCode::CREATED));
+        let refused: Vec<&(StatusCode, Value)> = answers
+            .iter()
+            .filter(|(status, _)| *status != StatusCode::CREATED)
+            .collect();
+        assert!(
+            refused.is_empty(),
+            "{} of 250 refused: {refused:?}",
+            refused.len()
+        );
         let all = timeline(&host, &alice, &paged_id, 100).await;
         let seqs: Vec<i64> = all.iter().map(|m| m["seq"].as_i64().unwrap()).collect();
         assert_eq!(seqs, (1..=250).rev().collect::<Vec<_>>());
