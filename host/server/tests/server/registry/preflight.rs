@@ -59,6 +59,42 @@ async fn preflight_adds_the_platform_checks_to_lint() {
             "{body}"
         );
 
+        // A heartbeat naming a skill the host does not provide is refused at registration,
+        // as lint and the preflight refuse it, and nothing is stored.
+        let unknown_skill = manifest(
+            &app,
+            "0.9.0",
+            "agents:\n  - id: desk\n    name: Desk\n    system_prompt: Watches.\n    heartbeats:\n      - slug: overdue\n        skill: invoices.search\n        tool: search_overdue\n        interval_minutes: 60\n",
+        );
+        let (status, body) = host
+            .register(
+                &app,
+                &token,
+                &[("manifest", None, unknown_skill.as_bytes())],
+            )
+            .await;
+        assert!(status.is_client_error(), "{status}: {body}");
+        assert!(
+            body.to_string().contains("agents[0].heartbeats[0].skill")
+                && body.to_string().contains("invoices.search"),
+            "{body}"
+        );
+        let (_, body) = host
+            .post(
+                "/api/dev/preflight",
+                &token,
+                Body::Json(project(&unknown_skill, json!([]))),
+            )
+            .await;
+        assert_eq!(body["passed"], false, "{body}");
+        assert!(
+            body["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["path"] == "agents[0].heartbeats[0].skill"),
+            "{body}"
+        );
         // Registered: the same manifest is a warning, another one under that version an error,
         // and the app_id is another developer's.
         let (status, _) = host

@@ -329,6 +329,15 @@ async fn a_refused_body_names_the_field_on_every_json_endpoint() {
             Developer,
             json!({"target_version": "1.0.0", "organization": "o", "tenant": "t", "force_grant_new_scopes": true}),
         ),
+        Endpoint {
+            open: &["settings"],
+            ..endpoint(
+                "PATCH",
+                &format!("/api/dev/apps/{app}/settings"),
+                Developer,
+                json!({"settings": {}}),
+            )
+        },
         endpoint(
             "PUT",
             &format!("/api/dev/apps/{app}/secrets/api_key"),
