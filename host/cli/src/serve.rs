@@ -72,28 +72,9 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let rooms = match atrium_platform::rooms::RoomsConfig::from_env(&env) {
-        Ok(rooms) => rooms,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(1);
-        }
-    };
-    let heartbeats = match atrium_platform::heartbeats::HeartbeatsConfig::from_env(&env) {
-        Ok(heartbeats) => heartbeats,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(1);
-        }
-    };
-    let max_cpu_cores_per_tenant = match tenant_cpu_cores(
-        std::env::var(TENANT_CPU_CORES_ENV)
-            .ok()
-            .as_deref()
-            .map(str::trim),
-        atrium_runtime::RuntimeConfig::default().max_cpu_cores_per_tenant,
-    ) {
-        Ok(cores) => cores,
+    // Every variable of the platform's, checked before anything is opened.
+    let platform = match atrium_platform::PlatformConfig::from_env(&env) {
+        Ok(platform) => platform,
         Err(message) => {
             eprintln!("error: {message}");
             return ExitCode::from(1);
@@ -110,15 +91,14 @@ pub fn run(args: &Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let vars: Vec<(String, String)> = std::env::vars().collect();
-        let (registry, identity) =
-            match open_registry(&store, &args.data_dir, &vars, max_cpu_cores_per_tenant) {
-                Ok(opened) => opened,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
+        let parts = match atrium_platform::PlatformParts::open(&store, &args.data_dir, platform) {
+            Ok(parts) => parts,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let registry = parts.registry.clone();
         // Integration configurations written before they were sealed are sealed now.
         match registry.seal_plain_integrations().await {
             Ok(0) => {}
@@ -169,7 +149,7 @@ pub fn run(args: &Args) -> ExitCode {
             model = default_embedder.model(),
             "default embedder"
         );
-        let rag = match atrium_retrieval::RetrievalConfig::from_env(&args.data_dir, &vars) {
+        let rag = match atrium_retrieval::RetrievalConfig::from_env(&args.data_dir, &env) {
             Ok(rag) => rag,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -217,9 +197,7 @@ pub fn run(args: &Args) -> ExitCode {
         let state = atrium_server::HostState::new(store.clone(), gateway)
             .with_embedders(embedders)
             .with_retrieval(retrieval)
-            .with_registry(registry, identity)
-            .with_rooms(rooms)
-            .with_heartbeats(heartbeats)
+            .with_platform(parts)
             .with_limits(limits);
         let served = atrium_server::serve(listener, state, shutdown).await;
         if let Some(demo) = demo {
@@ -236,88 +214,6 @@ pub fn run(args: &Args) -> ExitCode {
     })
 }
 
-/// How much of the machine's cores one tenant's calls may use together (default a quarter of
-/// the cores; `off` for no cap beyond each install's `cpu_cores`).
-pub const TENANT_CPU_CORES_ENV: &str = "ATRIUM_TENANT_CPU_CORES";
-
-/// The runtime's `max_cpu_cores_per_tenant` from [`TENANT_CPU_CORES_ENV`]'s value.
-fn tenant_cpu_cores(value: Option<&str>, default: Option<f64>) -> Result<Option<f64>, String> {
-    match value {
-        None | Some("") => Ok(default),
-        Some("off") => Ok(None),
-        Some(text) => match text.parse::<f64>() {
-            Ok(cores) if (0.1..=1024.0).contains(&cores) => Ok(Some(cores)),
-            _ => Err(format!(
-                "{TENANT_CPU_CORES_ENV} must be a number of cores from 0.1 to 1024, or `off`, not `{text}`"
-            )),
-        },
-    }
-}
-
-/// The app registry and developer identity: artifacts in `ATRIUM_ARTIFACTS_URI` (default
-/// `<data-dir>/artifacts`), compiled components cached under `<data-dir>/cache/components`,
-/// bundles unpacked under `<data-dir>/bundles`, the secrets key and the token signing key
-/// from the environment or the data directory, and an OpenID Connect provider when
-/// `ATRIUM_OIDC_ISSUER` (with `ATRIUM_OIDC_AUDIENCE`) is set. Calls run with a tenant's CPU
-/// cap of `max_cpu_cores_per_tenant` ([`TENANT_CPU_CORES_ENV`]).
-pub fn open_registry(
-    store: &atrium_store::Store,
-    data_dir: &std::path::Path,
-    vars: &[(String, String)],
-    max_cpu_cores_per_tenant: Option<f64>,
-) -> Result<
-    (
-        atrium_platform::registry::Registry,
-        atrium_platform::identity::Identity,
-    ),
-    String,
-> {
-    use atrium_platform::identity::{
-        Identity, JWT_SECRET_ENV, OIDC_AUDIENCE_ENV, OIDC_ISSUER_ENV, OidcConfig, TokenIssuer,
-    };
-    use atrium_platform::sealing::{SECRETS_KEY_ENV, SecretsKey};
-    let get = |name: &str| {
-        vars.iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    // Checked first: a mistake here should stop the host before anything is created on disk.
-    let oidc = match (get(OIDC_ISSUER_ENV), get(OIDC_AUDIENCE_ENV)) {
-        (Some(issuer), Some(audience)) => {
-            Some(OidcConfig::new(issuer, audience).map_err(|e| e.to_string())?)
-        }
-        (Some(_), None) => {
-            return Err(format!(
-                "{OIDC_ISSUER_ENV} is set but {OIDC_AUDIENCE_ENV} is not: set it to the client id the provider's tokens are issued for"
-            ));
-        }
-        (None, _) => None,
-    };
-    let artifacts = atrium_platform::artifacts::Artifacts::from_env(data_dir, vars)
-        .map_err(|e| format!("cannot open the artifact store: {e}"))?;
-    let runtime = atrium_runtime::Runtime::new(atrium_runtime::RuntimeConfig {
-        cache_dir: Some(data_dir.join("cache").join("components")),
-        max_cpu_cores_per_tenant,
-        ..atrium_runtime::RuntimeConfig::default()
-    })
-    .map_err(|e| format!("cannot start the component runtime: {e}"))?;
-    let secrets = SecretsKey::load_or_create(data_dir, get(SECRETS_KEY_ENV).as_deref())
-        .map_err(|e| e.to_string())?;
-    let issuer = TokenIssuer::load_or_create(data_dir, get(JWT_SECRET_ENV).as_deref())
-        .map_err(|e| e.to_string())?;
-    tracing::info!(artifacts = %artifacts.location(), oidc = oidc.as_ref().map_or("off", OidcConfig::issuer), "app registry");
-    let registry =
-        atrium_platform::registry::Registry::new(atrium_platform::registry::RegistryParts {
-            store: store.clone(),
-            artifacts,
-            runtime,
-            secrets,
-            bundles_dir: data_dir.join("bundles"),
-        });
-    Ok((registry, Identity::new(issuer, oidc)))
-}
-
 /// The inference configuration file, or the defaults when none is given.
 fn load_config(
     path: Option<&std::path::Path>,
@@ -328,25 +224,4 @@ fn load_config(
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
     atrium_inference::InferenceConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_tenant_cpu_cap_is_a_number_of_cores_or_off() {
-        assert_eq!(tenant_cpu_cores(None, Some(0.5)), Ok(Some(0.5)));
-        assert_eq!(tenant_cpu_cores(Some("1.5"), Some(0.5)), Ok(Some(1.5)));
-        assert_eq!(tenant_cpu_cores(Some("off"), Some(0.5)), Ok(None));
-        for bad in ["0", "0.05", "-1", "NaN", "inf", "two", "2000"] {
-            assert_eq!(
-                tenant_cpu_cores(Some(bad), Some(0.5)),
-                Err(format!(
-                    "ATRIUM_TENANT_CPU_CORES must be a number of cores from 0.1 to 1024, or `off`, not `{bad}`"
-                )),
-                "{bad}"
-            );
-        }
-    }
 }

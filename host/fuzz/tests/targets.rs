@@ -215,7 +215,11 @@ fn api_host() -> &'static Api {
                         bundles_dir: data.join("bundles"),
                     },
                 );
-                let state = state.with_registry(registry, identity);
+                let state = state.with_platform(atrium_platform::PlatformParts::new(
+                    registry,
+                    identity,
+                    atrium_platform::PlatformConfig::default(),
+                ));
 
                 // Publish, promote, a tenant admin, the install: each must succeed.
                 // The probe's own scopes are not the platform's; two of the catalogue's stand in.

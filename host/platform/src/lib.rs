@@ -17,6 +17,9 @@
 //! - [`grants`]: grants between the apps of a tenant, and whether one is honoured.
 //! - [`calls`]: cross-app calls and team delegation (`apps.invoke`, `apps.fetch`,
 //!   `team.delegate`), one function each that every entry point calls.
+//! - [`composition`]: the platform composed in one place ([`Platform`]): one value per
+//!   capability, built once from one configuration read from the environment, with the
+//!   capabilities' background jobs.
 //! - [`commitments`]: the promises apps' agents make, kept per tenant.
 //! - [`llm_roles`]: a tenant's model roles (`fast`, `specialist`, `orchestrator`).
 //! - [`services`]: the platform's services, built once per host, one function per capability
@@ -30,11 +33,13 @@
 //!   the heartbeat scheduler.
 
 pub use atrium_archive as archive;
+pub use composition::{Platform, PlatformConfig, PlatformParts, Shared};
 pub mod artifacts;
 pub mod audit;
 pub mod calls;
 mod cancel;
 pub mod commitments;
+pub mod composition;
 pub mod conversations;
 pub mod files;
 pub mod grants;

@@ -8,9 +8,7 @@
 //! | `changes` | store | polls the change feed that keeps every cache honest |
 //! | `queue-delay` | server | measures how late the runtime polls a task, for load shedding |
 //! | `batches` | server | runs batch items |
-//! | `schedules` | platform | runs the apps' named schedules, claimed in the database |
-//! | `heartbeats` | platform | ticks the heartbeat scheduler: runs the agents' due heartbeats and vision phases, claimed in the database |
-//! | `room-listener` | platform | on PostgreSQL, hears the posts of every host (`LISTEN`) for this host's room streams |
+//! | `schedules`, `room-listener`, `heartbeats` | platform | the capabilities' jobs, listed by `atrium_platform::Platform::jobs`: the apps' named schedules and the agents' heartbeats and vision phases, claimed in the database; on PostgreSQL, the posts of every host (`LISTEN`) for this host's room streams |
 //! | `upkeep` | retrieval | compacts and prunes retrieval tables, probes the store in an outage |
 
 use std::sync::Arc;
@@ -31,18 +29,8 @@ pub(crate) fn background_jobs(state: &HostState) -> Vec<Box<dyn Job>> {
         Box::new(QueueDelayProbe(state.limiter.clone())),
         Box::new(crate::batches::Runner(state.clone())),
     ];
-    if let Some(serving) = &state.serving {
-        jobs.push(Box::new(atrium_platform::serving::Schedules(
-            serving.clone(),
-        )));
-        jobs.push(Box::new(atrium_platform::rooms::RoomListener(
-            serving.rooms().clone(),
-        )));
-    }
-    if let Some(scheduler) = &state.scheduler {
-        jobs.push(Box::new(atrium_platform::heartbeats::Heartbeats(
-            scheduler.clone(),
-        )));
+    if let Some(platform) = &state.platform {
+        jobs.extend(platform.jobs());
     }
     if let Some(retrieval) = &state.retrieval {
         jobs.push(Box::new(atrium_retrieval::Upkeep(retrieval.clone())));

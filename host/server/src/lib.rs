@@ -57,21 +57,14 @@ pub struct HostState {
     pub embedders: std::sync::Arc<atrium_inference::embed::Embedders>,
     /// Managed retrieval, when the host has it (the /v1/rag routes answer 503 otherwise).
     pub retrieval: Option<std::sync::Arc<atrium_retrieval::Retrieval>>,
-    /// The app registry, when the host has one (the /api/dev routes answer 503 otherwise).
-    pub registry: Option<atrium_platform::registry::Registry>,
-    /// Calls into installed apps, when the host has a registry.
-    pub serving: Option<atrium_platform::serving::Serving>,
-    /// How developer tokens are verified, when the host has a registry.
-    pub identity: Option<std::sync::Arc<atrium_platform::identity::Identity>>,
+    /// The app platform, when the host has one (the /api routes answer 503 otherwise): every
+    /// capability's service, composed once ([`atrium_platform::Platform`]).
+    pub platform: Option<atrium_platform::Platform>,
+    /// What the platform was composed from, kept so that it is composed again when the
+    /// state gains what it shares (retrieval).
+    parts: Option<atrium_platform::PlatformParts>,
     /// The rate limits and the global shedding (docs/api.md, "Limits and overload").
     pub limiter: std::sync::Arc<overload::Limiter>,
-    /// How group rooms behave (the stream's keepalive, a slow stream's buffer).
-    pub rooms: atrium_platform::rooms::RoomsConfig,
-    /// How the heartbeat scheduler runs (its tick, when a run counts as lost).
-    pub heartbeats: atrium_platform::heartbeats::HeartbeatsConfig,
-    /// The heartbeat scheduler of this host, when it has a registry (the `heartbeats` job
-    /// ticks it; `run-now` runs through it).
-    pub scheduler: Option<atrium_platform::heartbeats::Scheduler>,
     /// The background jobs: the metering writer from the start, the rest while [`serve`]
     /// runs ([`jobs`]).
     pub jobs: atrium_jobs::Jobs,
@@ -95,30 +88,11 @@ impl HostState {
             tenant_tokens,
             embedders: std::sync::Arc::default(),
             retrieval: None,
-            registry: None,
-            serving: None,
-            identity: None,
+            platform: None,
+            parts: None,
             limiter: std::sync::Arc::default(),
-            rooms: atrium_platform::rooms::RoomsConfig::default(),
-            heartbeats: atrium_platform::heartbeats::HeartbeatsConfig::default(),
-            scheduler: None,
             jobs,
         }
-    }
-
-    /// The same state with rooms configured as `rooms` says.
-    pub fn with_rooms(mut self, rooms: atrium_platform::rooms::RoomsConfig) -> Self {
-        self.rooms = rooms;
-        self.wired()
-    }
-
-    /// The same state with the heartbeat scheduler configured as `heartbeats` says.
-    pub fn with_heartbeats(
-        mut self,
-        heartbeats: atrium_platform::heartbeats::HeartbeatsConfig,
-    ) -> Self {
-        self.heartbeats = heartbeats;
-        self.wired()
     }
 
     /// The same state with these limits.
@@ -127,16 +101,11 @@ impl HostState {
         self
     }
 
-    /// The same state with the app registry and developer identity. The order of the
-    /// `with_*` calls does not matter: the platform's services are wired from whatever the
-    /// state has, each time.
-    pub fn with_registry(
-        mut self,
-        registry: atrium_platform::registry::Registry,
-        identity: atrium_platform::identity::Identity,
-    ) -> Self {
-        self.registry = Some(registry);
-        self.identity = Some(std::sync::Arc::new(identity));
+    /// The same state with the app platform composed from `parts` and what the state
+    /// shares with it. The order of the `with_*` calls does not matter: the platform is
+    /// composed again from whatever the state has, each time.
+    pub fn with_platform(mut self, parts: atrium_platform::PlatformParts) -> Self {
+        self.parts = Some(parts);
         self.wired()
     }
 
@@ -152,33 +121,18 @@ impl HostState {
         self.wired()
     }
 
-    /// The platform's services and the serving of installed apps, built once from the
-    /// registry, retrieval, the gateway and the metering writer the state has now.
+    /// The platform, composed from its parts and the retrieval, gateway and metering writer
+    /// the state has now.
     fn wired(mut self) -> Self {
-        self.serving = self.registry.clone().map(|registry| {
-            let services = atrium_platform::services::Services::new(
-                atrium_platform::services::ServicesConfig {
-                    registry,
-                    retrieval: self.retrieval.clone(),
-                    gateway: Some(self.gateway.clone()),
-                    metering: Some(self.metering.clone()),
-                },
-            );
-            atrium_platform::serving::Serving::with_rooms(
-                services,
-                atrium_platform::serving::DEFAULT_LOADED_VERSIONS,
-                self.rooms.clone(),
-            )
-        });
-        let host = self
-            .scheduler
-            .as_ref()
-            .map_or_else(atrium_platform::heartbeats::host_name, |s| {
-                s.host().to_owned()
-            });
-        self.scheduler = self.serving.clone().map(|serving| {
-            atrium_platform::heartbeats::Scheduler::new(serving, self.heartbeats.clone(), host)
-        });
+        let shared = atrium_platform::Shared {
+            retrieval: self.retrieval.clone(),
+            gateway: Some(self.gateway.clone()),
+            metering: Some(self.metering.clone()),
+        };
+        self.platform = self
+            .parts
+            .clone()
+            .map(|parts| atrium_platform::Platform::new(parts, shared));
         self
     }
 }
@@ -291,11 +245,11 @@ pub async fn serve(
     let listener = overload::Gate::new(listener, state.limiter.clone());
     // A room stream never ends on its own: the stop ends them, or the graceful shutdown
     // would wait for them forever.
-    let hub = state.serving.as_ref().map(|s| s.rooms().clone());
+    let platform = state.platform.clone();
     let shutdown = async move {
         shutdown.await;
-        if let Some(hub) = hub {
-            hub.close();
+        if let Some(platform) = platform {
+            platform.close();
         }
     };
     let served = axum::serve(listener, routes)

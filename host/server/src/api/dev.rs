@@ -31,9 +31,8 @@ pub async fn me(Dev(dev): Dev) -> Json<Me> {
 /// operator issues).
 pub async fn login(State(state): State<HostState>) -> Result<Json<LoginProvider>, ApiError> {
     state
-        .identity
-        .as_deref()
-        .and_then(atrium_platform::identity::Identity::oidc)
+        .platform()
+        .and_then(|platform| platform.identity().oidc())
         .map(|oidc| {
             Json(LoginProvider {
                 issuer: oidc.issuer().to_owned(),

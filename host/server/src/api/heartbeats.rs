@@ -244,10 +244,7 @@ fn run_now_view(id: String, run: RunSummary) -> RunNowView {
 }
 
 fn scheduler(state: &HostState) -> Result<&heartbeats::Scheduler, ApiError> {
-    state
-        .scheduler
-        .as_ref()
-        .ok_or_else(|| ApiError::registry_unavailable("the heartbeat scheduler"))
+    state.heartbeats()
 }
 
 /// Runs the caller's tenant's heartbeat `feed_id` now: 200 with how it ended (a failed run is
@@ -476,7 +473,7 @@ async fn decide(
         &user.user_id,
         decision,
         body.note.as_deref(),
-        state.heartbeats.vision_cycle_pause,
+        scheduler(&state)?.config().vision_cycle_pause,
     )
     .await;
     match decided {

@@ -54,15 +54,15 @@ pub fn router() -> Router<HostState> {
 impl HostState {
     /// The app registry.
     pub(crate) fn registry(&self) -> Result<&atrium_platform::registry::Registry, ApiError> {
-        self.registry
-            .as_ref()
+        self.platform()
+            .map(atrium_platform::Platform::registry)
             .ok_or_else(|| ApiError::registry_unavailable("the app registry"))
     }
 
     /// Calls into installed apps.
     pub(crate) fn serving(&self) -> Result<&atrium_platform::serving::Serving, ApiError> {
-        self.serving
-            .as_ref()
+        self.platform()
+            .map(atrium_platform::Platform::serving)
             .ok_or_else(|| ApiError::registry_unavailable("the app registry"))
     }
 
@@ -70,9 +70,21 @@ impl HostState {
     pub(crate) fn identity(
         &self,
     ) -> Result<&std::sync::Arc<atrium_platform::identity::Identity>, ApiError> {
-        self.identity
-            .as_ref()
+        self.platform()
+            .map(atrium_platform::Platform::identity)
             .ok_or_else(|| ApiError::registry_unavailable("developer accounts"))
+    }
+
+    /// The heartbeat scheduler.
+    pub(crate) fn heartbeats(&self) -> Result<&atrium_platform::heartbeats::Scheduler, ApiError> {
+        self.platform()
+            .map(atrium_platform::Platform::heartbeats)
+            .ok_or_else(|| ApiError::registry_unavailable("the heartbeat scheduler"))
+    }
+
+    /// The platform, if the host has one.
+    pub(crate) fn platform(&self) -> Option<&atrium_platform::Platform> {
+        self.platform.as_ref()
     }
 }
 

@@ -153,7 +153,7 @@ pub async fn create(
     let t = created.token;
     let mut user_added = Vec::new();
     if created.user_created
-        && let Some(serving) = &state.serving
+        && let Ok(serving) = state.serving()
     {
         let tenant_ref = atrium_platform::registry::Actor::user(
             atrium_store::TenantKey::new(&org.org_id, &t.tenant_id),

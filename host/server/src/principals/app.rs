@@ -27,9 +27,12 @@ impl FromRequestParts<HostState> for AppCaller {
                 ));
             }
         };
-        let identity = state.identity.as_ref().ok_or_else(|| {
-            ApiError::unauthorized_because("invalid_token", "this host issues no app tokens")
-        })?;
+        let identity = state
+            .platform()
+            .map(atrium_platform::Platform::identity)
+            .ok_or_else(|| {
+                ApiError::unauthorized_because("invalid_token", "this host issues no app tokens")
+            })?;
         let app = identity
             .issuer()
             .verify_app_token(token)

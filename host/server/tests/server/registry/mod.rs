@@ -107,16 +107,22 @@ impl Host {
         .unwrap();
         let fakes = crate::chat::start_fakes().await;
         let gateway = crate::chat::gateway(&fakes);
-        let state = atrium_server::HostState::new(store.clone(), gateway)
-            .with_retrieval(retrieval)
-            .with_registry(registry, identity)
-            .with_rooms(rooms)
-            .with_heartbeats(atrium_platform::heartbeats::HeartbeatsConfig {
+        let config = atrium_platform::PlatformConfig {
+            rooms,
+            heartbeats: atrium_platform::heartbeats::HeartbeatsConfig {
                 tick: Duration::from_secs(3600),
                 ..atrium_platform::heartbeats::HeartbeatsConfig::default()
-            });
-        let serving = state.serving.clone().unwrap();
-        let scheduler = state.scheduler.clone().unwrap();
+            },
+            ..atrium_platform::PlatformConfig::default()
+        };
+        let state = atrium_server::HostState::new(store.clone(), gateway)
+            .with_retrieval(retrieval)
+            .with_platform(atrium_platform::PlatformParts::new(
+                registry, identity, config,
+            ));
+        let platform = state.platform.clone().unwrap();
+        let serving = platform.serving().clone();
+        let scheduler = platform.heartbeats().clone();
         Host {
             serving,
             scheduler,

@@ -45,7 +45,11 @@ impl RouteHost {
         let registry = open_registry(store, dir, secrets);
         let identity = Identity::new(TokenIssuer::load_or_create(dir, None).unwrap(), None);
         let issuer = TokenIssuer::load_or_create(dir, None).unwrap();
-        let state = state(store, vec![]).with_registry(registry, identity);
+        let state = state(store, vec![]).with_platform(atrium_platform::PlatformParts::new(
+            registry,
+            identity,
+            atrium_platform::PlatformConfig::default(),
+        ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
