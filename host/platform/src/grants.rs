@@ -5,9 +5,10 @@
 //! refusal has its own reason ([`honoured`]). Only a tenant admin moves a grant: an app never
 //! approves anything.
 
-use atrium_store::{Grant, Install, StoreError};
+use atrium_store::{Grant, Install};
 use serde::Serialize;
 
+use crate::Refusal;
 use crate::registry::Actor;
 use crate::serving::Serving;
 
@@ -38,38 +39,11 @@ pub fn state(grant: &Grant) -> GrantState {
     }
 }
 
-/// Why a grant request or change was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum GrantError {
-    /// The request breaks a rule; the field at fault.
-    #[error("{message}")]
-    Invalid {
-        /// The field.
-        field: &'static str,
-        /// What is wrong.
-        message: String,
-    },
-    /// No such grant, or an app the tenant has not installed.
-    #[error("{0}")]
-    NotFound(String),
-    /// The grant is not in a state that allows it.
-    #[error("{message}")]
-    Conflict {
-        /// `grant_revoked`, ...
-        code: &'static str,
-        /// Why.
-        message: String,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-async fn installed(serving: &Serving, tenant: &Actor, app: &str) -> Result<Install, GrantError> {
+async fn installed(serving: &Serving, tenant: &Actor, app: &str) -> Result<Install, Refusal> {
     serving
         .active_install(tenant, app)
         .await
-        .map_err(|_| GrantError::NotFound(format!("this tenant has no active install of `{app}`")))
+        .map_err(|_| Refusal::not_found(format!("this tenant has no active install of `{app}`")))
 }
 
 /// `agents` checked against what `callee` declares: its agents, or [`ROUTE`].
@@ -77,10 +51,10 @@ async fn checked_agents(
     serving: &Serving,
     install: &Install,
     agents: &[String],
-) -> Result<Vec<String>, GrantError> {
+) -> Result<Vec<String>, Refusal> {
     if agents.is_empty() {
-        return Err(GrantError::Invalid {
-            field: "allowed_agents",
+        return Err(Refusal::Invalid {
+            field: "allowed_agents".into(),
             message: format!(
                 "allowed_agents must name at least one agent of `{}` (or `{ROUTE}` for its routes)",
                 install.app_slug
@@ -90,7 +64,7 @@ async fn checked_agents(
     let app = serving
         .app(&install.app_slug, &install.version)
         .await
-        .map_err(|e| GrantError::NotFound(e.to_string()))?;
+        .map_err(|e| Refusal::not_found(e.to_string()))?;
     let declared: Vec<&str> = app
         .manifest()
         .agents
@@ -100,8 +74,8 @@ async fn checked_agents(
     let mut out: Vec<String> = Vec::new();
     for agent in agents {
         if agent != ROUTE && !declared.contains(&agent.as_str()) {
-            return Err(GrantError::Invalid {
-                field: "allowed_agents",
+            return Err(Refusal::Invalid {
+                field: "allowed_agents".into(),
                 message: format!(
                     "`{agent}` is not an agent of `{}` (its agents: {}; `{ROUTE}` admits its routes)",
                     install.app_slug,
@@ -125,10 +99,10 @@ pub async fn request(
     caller: &str,
     callee: &str,
     agents: &[String],
-) -> Result<(Grant, bool), GrantError> {
+) -> Result<(Grant, bool), Refusal> {
     if caller == callee {
-        return Err(GrantError::Invalid {
-            field: "callee_app",
+        return Err(Refusal::Invalid {
+            field: "callee_app".into(),
             message: "an app needs no grant to call itself".into(),
         });
     }
@@ -149,14 +123,14 @@ pub async fn approve(
     caller: &str,
     callee: &str,
     allowed_agents: &[String],
-) -> Result<Grant, GrantError> {
+) -> Result<Grant, Refusal> {
     let store = serving.registry().store();
     let existing = store
         .grant(tenant, caller, callee)
         .await?
-        .ok_or_else(|| GrantError::NotFound(format!("no grant from `{caller}` to `{callee}`")))?;
+        .ok_or_else(|| Refusal::not_found(format!("no grant from `{caller}` to `{callee}`")))?;
     if existing.revoked_at.is_some() {
-        return Err(GrantError::Conflict {
+        return Err(Refusal::Conflict {
             code: "grant_revoked",
             message: format!(
                 "the grant from `{caller}` to `{callee}` was revoked: the caller side asks again first"
@@ -166,7 +140,7 @@ pub async fn approve(
     let callee_install = installed(serving, tenant, callee).await?;
     let agents = checked_agents(serving, &callee_install, allowed_agents).await?;
     let approved = store.approve_grant(tenant, caller, callee, &agents).await?;
-    approved.ok_or_else(|| GrantError::NotFound(format!("no grant from `{caller}` to `{callee}`")))
+    approved.ok_or_else(|| Refusal::not_found(format!("no grant from `{caller}` to `{callee}`")))
 }
 
 /// Revokes the grant from `caller` to `callee` (either side).
@@ -175,13 +149,13 @@ pub async fn revoke(
     tenant: &Actor,
     caller: &str,
     callee: &str,
-) -> Result<Grant, GrantError> {
+) -> Result<Grant, Refusal> {
     serving
         .registry()
         .store()
         .revoke_grant(tenant, caller, callee)
         .await?
-        .ok_or_else(|| GrantError::NotFound(format!("no grant from `{caller}` to `{callee}`")))
+        .ok_or_else(|| Refusal::not_found(format!("no grant from `{caller}` to `{callee}`")))
 }
 
 /// Whether `caller` may reach `target` (an agent, or [`ROUTE`]) of `callee` for `tenant`:

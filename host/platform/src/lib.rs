@@ -22,6 +22,7 @@
 //!   capabilities' background jobs.
 //! - [`commitments`]: the promises apps' agents make, kept per tenant.
 //! - [`llm_roles`]: a tenant's model roles (`fast`, `specialist`, `orchestrator`).
+//! - [`tenant_settings`]: the settings of a whole tenant (room member limit, time zone).
 //! - [`services`]: the platform's services, built once per host, one function per capability
 //!   that every caller (a component's import, a container's callback) goes through.
 //! - [`orchestrator`] and [`conversations`]: which agent answers a user, and a conversation's
@@ -29,11 +30,14 @@
 //! - [`runner`]: the agent runner, a tool-using model loop through the host's gateway.
 //! - [`serving`]: calling installed apps: loaded components shared across installs, and the
 //!   runtime's `Platform` over the SQL store (platform tools, secrets).
+//! - [`refusal`]: the one type of what the capabilities refuse ([`Refusal`]), which the server
+//!   maps to a status and body once.
 //! - [`heartbeats`] and [`visions`]: the agents' background routines and long goals, run by
 //!   the heartbeat scheduler.
 
 pub use atrium_archive as archive;
 pub use composition::{Platform, PlatformConfig, PlatformParts, Shared};
+pub use refusal::Refusal;
 pub mod artifacts;
 pub mod audit;
 pub mod calls;
@@ -48,6 +52,7 @@ pub mod identity;
 mod keyfile;
 pub mod llm_roles;
 pub mod orchestrator;
+pub mod refusal;
 pub mod registry;
 pub mod rooms;
 pub mod runner;
@@ -55,6 +60,7 @@ pub mod scopes;
 pub mod sealing;
 pub mod services;
 pub mod serving;
+pub mod tenant_settings;
 pub mod visions;
 pub mod wires;
 

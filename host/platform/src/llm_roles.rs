@@ -7,7 +7,7 @@
 
 use atrium_inference::catalog::ProviderId;
 use atrium_inference::router::{Selection, Tier};
-use atrium_store::{LlmRole, Store, TenantKey};
+use atrium_store::{AgentLimitsRow, LlmRole, Store, TenantKey};
 
 /// The longest model name a role may name.
 pub const MAX_MODEL_CHARS: usize = 200;
@@ -183,19 +183,21 @@ pub async fn route(store: &Store, tenant: &TenantKey, role: Role) -> atrium_stor
         .map_or_else(|| default_route(role), |r| r.route))
 }
 
-/// Stores a tenant's changes: `set` replaces roles (each checked first), `reset` returns
-/// roles to their defaults. Nothing is stored when one route is refused.
+/// Stores a tenant's changes in one transaction: `set` replaces roles, `reset` returns roles
+/// to their defaults, `limits` (checked by [`crate::runner::changed_limits`]) replaces the
+/// agent limits. Every route is checked first, so nothing is stored when one is refused.
 pub async fn update(
     store: &Store,
     tenant: &TenantKey,
     set: &[(Role, Route)],
     reset: &[Role],
-) -> Result<(), UpdateError> {
+    limits: Option<&AgentLimitsRow>,
+) -> Result<(), crate::Refusal> {
     for (role, route) in set {
         route
             .check()
-            .map_err(|(field, message)| UpdateError::Invalid {
-                field: format!("roles.{}.{field}", role.as_str()),
+            .map_err(|(field, message)| crate::Refusal::Invalid {
+                field: format!("roles.{}.{field}", role.as_str()).into(),
                 message,
             })?;
     }
@@ -210,24 +212,8 @@ pub async fn update(
         })
         .collect();
     let reset: Vec<&str> = reset.iter().map(|r| r.as_str()).collect();
-    store.put_llm_roles(tenant, &rows, &reset).await?;
+    store.put_llm_roles(tenant, &rows, &reset, limits).await?;
     Ok(())
-}
-
-/// Why an update was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum UpdateError {
-    /// A field of a route is not valid.
-    #[error("{field}: {message}")]
-    Invalid {
-        /// The field's path in the request (`roles.fast.tier`).
-        field: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] atrium_store::StoreError),
 }
 
 #[cfg(test)]

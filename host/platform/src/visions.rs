@@ -382,18 +382,9 @@ pub enum Decision {
     Reject,
 }
 
-/// Why a decision was not taken.
-#[derive(Debug, thiserror::Error)]
-pub enum DecisionError {
-    /// No such vision in the tenant.
-    #[error("{0}")]
-    NotFound(String),
-    /// It does not wait for approval.
-    #[error("{0}")]
-    NotAwaiting(String),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] atrium_store::StoreError),
+/// The vision does not wait for approval (any more): 409 `vision_not_awaiting_approval`.
+fn not_awaiting(message: String) -> crate::Refusal {
+    crate::Refusal::conflict("vision_not_awaiting_approval", message)
 }
 
 /// Records `user`'s `decision` (with an optional `note`) on `tenant`'s vision `id`, which
@@ -406,13 +397,13 @@ pub async fn decide(
     decision: Decision,
     note: Option<&str>,
     cycle_pause: Duration,
-) -> Result<Vision, DecisionError> {
+) -> Result<Vision, crate::Refusal> {
     let vision = store
         .vision(tenant, id)
         .await?
-        .ok_or_else(|| DecisionError::NotFound(format!("this tenant has no vision `{id}`")))?;
+        .ok_or_else(|| crate::Refusal::not_found(format!("this tenant has no vision `{id}`")))?;
     if vision.state != "awaiting_approval" {
-        return Err(DecisionError::NotAwaiting(format!(
+        return Err(not_awaiting(format!(
             "vision `{id}` is `{}`, not waiting for approval",
             vision.state
         )));
@@ -453,12 +444,12 @@ pub async fn decide(
         )
         .await?
     {
-        return Err(DecisionError::NotAwaiting(format!(
+        return Err(not_awaiting(format!(
             "vision `{id}` was decided by someone else meanwhile"
         )));
     }
     store
         .vision(tenant, id)
         .await?
-        .ok_or_else(|| DecisionError::NotFound(format!("vision `{id}` vanished")))
+        .ok_or_else(|| crate::Refusal::not_found(format!("vision `{id}` vanished")))
 }

@@ -11,7 +11,7 @@ use atrium_manifest::{Manifest, SubscriptionTarget};
 use atrium_store::{NewWire, TenantKey, Wire, WireFilter};
 use serde::Serialize;
 
-use crate::grants::GrantError;
+use crate::Refusal;
 use crate::registry::{Actor, Registry};
 use crate::serving::Serving;
 
@@ -56,27 +56,24 @@ pub struct WireRequest {
     pub target_heartbeat: Option<String>,
 }
 
-/// Wire errors are grant errors: the field at fault, a missing install or wire, a state that
-/// does not allow the change.
-pub type WireError = GrantError;
-
-fn invalid(field: &'static str, message: String) -> WireError {
-    GrantError::Invalid { field, message }
+fn invalid(field: &'static str, message: String) -> Refusal {
+    Refusal::invalid(field, message)
 }
 
 async fn manifest_of_install(
     serving: &Serving,
     tenant: &Actor,
     app: &str,
-) -> Result<Manifest, WireError> {
-    let install = serving.active_install(tenant, app).await.map_err(|_| {
-        GrantError::NotFound(format!("this tenant has no active install of `{app}`"))
-    })?;
+) -> Result<Manifest, Refusal> {
+    let install = serving
+        .active_install(tenant, app)
+        .await
+        .map_err(|_| Refusal::not_found(format!("this tenant has no active install of `{app}`")))?;
     serving
         .registry()
         .manifest_of(app, &install.version)
         .await
-        .map_err(|e| GrantError::NotFound(e.to_string()))
+        .map_err(|e| Refusal::not_found(e.to_string()))
 }
 
 /// `target` as the API names it: `(target_agent, target_heartbeat)`.
@@ -117,7 +114,7 @@ pub async fn propose(
     serving: &Serving,
     tenant: &Actor,
     request: &WireRequest,
-) -> Result<(Wire, bool), WireError> {
+) -> Result<(Wire, bool), Refusal> {
     if request.target_agent.is_some() && request.target_heartbeat.is_some() {
         return Err(invalid(
             "target_heartbeat",
@@ -211,14 +208,14 @@ pub async fn propose(
 }
 
 /// The emitter side approves wire `id`.
-pub async fn approve(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire, WireError> {
+pub async fn approve(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire, Refusal> {
     let store = serving.registry().store();
     let existing = store
         .wire(tenant, id)
         .await?
-        .ok_or_else(|| GrantError::NotFound(format!("no wire `{id}`")))?;
+        .ok_or_else(|| Refusal::not_found(format!("no wire `{id}`")))?;
     if existing.revoked_at.is_some() {
-        return Err(GrantError::Conflict {
+        return Err(Refusal::Conflict {
             code: "wire_revoked",
             message: format!(
                 "the wire `{id}` was revoked: the subscriber side proposes it again first"
@@ -230,17 +227,17 @@ pub async fn approve(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire
     store
         .approve_wire(tenant, id)
         .await?
-        .ok_or_else(|| GrantError::NotFound(format!("no wire `{id}`")))
+        .ok_or_else(|| Refusal::not_found(format!("no wire `{id}`")))
 }
 
 /// Revokes wire `id` (either side).
-pub async fn revoke(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire, WireError> {
+pub async fn revoke(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire, Refusal> {
     serving
         .registry()
         .store()
         .revoke_wire(tenant, id)
         .await?
-        .ok_or_else(|| GrantError::NotFound(format!("no wire `{id}`")))
+        .ok_or_else(|| Refusal::not_found(format!("no wire `{id}`")))
 }
 
 /// Proposes, after `app` landed on the version of `manifest` (activated or upgraded), the

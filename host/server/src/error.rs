@@ -470,6 +470,31 @@ impl From<atrium_store::StoreError> for ApiError {
     }
 }
 
+/// What a capability of the platform refused, or the host fault that stopped it: the one
+/// mapping of [`atrium_platform::Refusal`] to a status and body, whichever capability or
+/// endpoint answers it.
+impl From<atrium_platform::Refusal> for ApiError {
+    fn from(refusal: atrium_platform::Refusal) -> Self {
+        use atrium_platform::Refusal as R;
+        match refusal {
+            R::Invalid { field, message } => ApiError::field(&field, message),
+            R::Unknown {
+                code,
+                field,
+                message,
+            } => ApiError::unprocessable(code, Some(field.as_ref()), message, None),
+            R::NotFound { code, message } => ApiError::not_offered(code, message),
+            R::Conflict { code, message } | R::Limit { code, message, .. } => {
+                ApiError::conflict(code, message)
+            }
+            R::Forbidden { code, message } => ApiError::forbidden(code, message),
+            R::NotAvailable { code, message } => ApiError::unavailable(code, message),
+            R::Serve(e) => ApiError::from(*e),
+            R::Store(e) => ApiError::from(e),
+        }
+    }
+}
+
 /// An embedder's failure: 503 when the backend could not be reached (another try may work),
 /// 502 when it answered something unusable.
 impl From<EmbedError> for ApiError {

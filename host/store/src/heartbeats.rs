@@ -512,18 +512,4 @@ impl Store {
         });
         Ok(self.heartbeat_by_id(tenant, id).await?.map(|(_, row)| row))
     }
-
-    /// Clears the future next runs of `tenant`'s heartbeats so that the scheduler computes
-    /// them again (the tenant's time zone changed); due and woken runs are left as they are.
-    pub async fn reschedule_heartbeats(&self, tenant: &TenantKey) -> Result<()> {
-        let now = now_millis();
-        on_pool!(self, pool => {
-            sqlx::query(
-                "UPDATE heartbeats SET next_run_at = NULL WHERE org_id = $1 AND tenant_id = $2 AND next_run_at > $3",
-            )
-            .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(now)
-            .execute(pool).await?;
-        });
-        Ok(())
-    }
 }

@@ -45,13 +45,15 @@ impl Store {
         })
     }
 
-    /// In one transaction: replaces the roles in `set` (their `updated_at` is now) and removes
-    /// those named in `reset`, which return to the platform's defaults.
+    /// In one transaction: replaces the roles in `set` (their `updated_at` is now), removes
+    /// those named in `reset`, which return to the platform's defaults, and replaces the
+    /// tenant's agent limits with `limits` when given.
     pub async fn put_llm_roles(
         &self,
         tenant: &TenantKey,
         set: &[LlmRole],
         reset: &[&str],
+        limits: Option<&AgentLimitsRow>,
     ) -> Result<()> {
         let now = now_millis();
         on_pool!(self, pool => {
@@ -72,6 +74,18 @@ impl Store {
                     "DELETE FROM tenant_llm_roles WHERE org_id = $1 AND tenant_id = $2 AND role = $3",
                 )
                 .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(*role)
+                .execute(&mut *tx).await?;
+            }
+            if let Some(limits) = limits {
+                sqlx::query(
+                    "INSERT INTO tenant_agent_limits (org_id, tenant_id, max_steps, budget_micros, timeout_ms, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6) \
+                     ON CONFLICT (org_id, tenant_id) DO UPDATE SET max_steps = excluded.max_steps, \
+                     budget_micros = excluded.budget_micros, timeout_ms = excluded.timeout_ms, \
+                     updated_at = excluded.updated_at",
+                )
+                .bind(&tenant.org_id).bind(&tenant.tenant_id)
+                .bind(limits.max_steps).bind(limits.budget_micros).bind(limits.timeout_ms).bind(now)
                 .execute(&mut *tx).await?;
             }
             tx.commit().await?;
@@ -113,27 +127,5 @@ impl Store {
                 }),
             }
         })
-    }
-
-    /// Replaces the agent limits of `tenant` (their `updated_at` is now).
-    pub async fn put_agent_limits(
-        &self,
-        tenant: &TenantKey,
-        limits: &AgentLimitsRow,
-    ) -> Result<()> {
-        let now = now_millis();
-        on_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO tenant_agent_limits (org_id, tenant_id, max_steps, budget_micros, timeout_ms, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6) \
-                 ON CONFLICT (org_id, tenant_id) DO UPDATE SET max_steps = excluded.max_steps, \
-                 budget_micros = excluded.budget_micros, timeout_ms = excluded.timeout_ms, \
-                 updated_at = excluded.updated_at",
-            )
-            .bind(&tenant.org_id).bind(&tenant.tenant_id)
-            .bind(limits.max_steps).bind(limits.budget_micros).bind(limits.timeout_ms).bind(now)
-            .execute(pool).await?;
-        });
-        Ok(())
     }
 }

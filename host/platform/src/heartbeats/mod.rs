@@ -430,28 +430,9 @@ impl Scheduler {
         &self,
         tenant: &atrium_store::TenantKey,
         feed_id: &str,
-    ) -> Result<RunSummary, RunNowError> {
+    ) -> Result<RunSummary, crate::Refusal> {
         run::run_now(self, tenant, feed_id).await
     }
-}
-
-/// Why `run-now` did not run.
-#[derive(Debug, thiserror::Error)]
-pub enum RunNowError {
-    /// No such heartbeat in the tenant.
-    #[error("{0}")]
-    NotFound(String),
-    /// The heartbeat is disabled or retired.
-    #[error("{message}")]
-    Conflict {
-        /// `heartbeat_disabled` or `heartbeat_retired`.
-        code: &'static str,
-        /// Why.
-        message: String,
-    },
-    /// The store or the install failed.
-    #[error(transparent)]
-    Serve(#[from] ServeError),
 }
 
 /// The manifests of the versions a tick meets, each read once.

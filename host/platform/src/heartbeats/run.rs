@@ -15,11 +15,12 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::reply::{self, Verdict};
-use super::{RunNowError, Scheduler, find, prefilter};
+use super::{Scheduler, find, prefilter};
+use crate::Refusal;
 use crate::llm_roles::Role;
 use crate::registry::Actor;
 use crate::runner::AgentRun;
-use crate::serving::Serving;
+use crate::serving::{ServeError, Serving};
 
 /// The longest reply written to the agent's memory, in characters.
 pub const MAX_MEMORY_CHARS: usize = 8_000;
@@ -462,21 +463,21 @@ pub(super) async fn run_now(
     scheduler: &Scheduler,
     tenant: &TenantKey,
     feed_id: &str,
-) -> Result<RunSummary, RunNowError> {
+) -> Result<RunSummary, Refusal> {
     let serving = &scheduler.serving;
     let store = serving.registry().store();
     let Some((app_slug, row)) = store
         .heartbeat_by_id(tenant, feed_id)
         .await
-        .map_err(|e| RunNowError::Serve(e.into()))?
+        .map_err(|e| Refusal::from(ServeError::from(e)))?
     else {
-        return Err(RunNowError::NotFound(format!(
+        return Err(Refusal::not_found(format!(
             "this tenant has no heartbeat `{feed_id}`"
         )));
     };
     match row.state.as_str() {
         "disabled" => {
-            return Err(RunNowError::Conflict {
+            return Err(Refusal::Conflict {
                 code: "heartbeat_disabled",
                 message: format!(
                     "heartbeat `{feed_id}` ({}/{}) is disabled after {} consecutive failures; enable it first (POST /api/admin/data-feeds/{feed_id}/enable)",
@@ -485,7 +486,7 @@ pub(super) async fn run_now(
             });
         }
         "retired" => {
-            return Err(RunNowError::Conflict {
+            return Err(Refusal::Conflict {
                 code: "heartbeat_retired",
                 message: format!(
                     "heartbeat `{feed_id}` ({}/{}) is retired: the installed version no longer declares it",
@@ -499,9 +500,9 @@ pub(super) async fn run_now(
     let install = store
         .install(&key)
         .await
-        .map_err(|e| RunNowError::Serve(e.into()))?
+        .map_err(|e| Refusal::from(ServeError::from(e)))?
         .filter(|i| i.status == InstallStatus::Active)
-        .ok_or_else(|| RunNowError::Conflict {
+        .ok_or_else(|| Refusal::Conflict {
             code: "install_inactive",
             message: format!("the install of `{app_slug}` is not active"),
         })?;
@@ -509,7 +510,7 @@ pub(super) async fn run_now(
         .registry()
         .manifest_of(&app_slug, &install.version)
         .await
-        .map_err(|e| RunNowError::Serve(e.into()))?;
+        .map_err(|e| Refusal::from(ServeError::from(e)))?;
     let due = DueHeartbeat {
         install: key,
         version: install.version.clone(),
@@ -543,12 +544,12 @@ pub(super) async fn run_now(
                     advance: None,
                 })
                 .await
-                .map_err(|e| RunNowError::Serve(e.into()))?;
+                .map_err(|e| Refusal::from(ServeError::from(e)))?;
             if claimed {
                 return Ok(run(&serving, &due, &manifest, (due_at, now), Trigger::RunNow).await);
             }
         }
-        Err(RunNowError::Conflict {
+        Err(Refusal::Conflict {
             code: "heartbeat_busy",
             message: format!("heartbeat `{feed_id}` could not be claimed; try again"),
         })

@@ -16,12 +16,13 @@ pub(crate) mod post;
 
 use std::time::Duration;
 
-use atrium_store::{MemberAdded, MemberKind, NewRoomMember, Room, StoreError, TenantKey};
+use atrium_store::{MemberAdded, MemberKind, NewRoomMember, Room, TenantKey};
 
 pub use hub::{Delivery, HubStats, Next, RoomHub, Subscription};
 pub use listen::RoomListener;
 pub use post::{MessageSender, PostedMessage, check_content, iso_micros, runtime_message};
 
+use crate::Refusal;
 use crate::registry::Actor;
 use crate::serving::Serving;
 
@@ -80,44 +81,6 @@ impl RoomsConfig {
     }
 }
 
-/// Why a room request was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum RoomError {
-    /// The request breaks a rule; the field at fault.
-    #[error("{message}")]
-    Invalid {
-        /// The field.
-        field: &'static str,
-        /// What is wrong.
-        message: String,
-    },
-    /// A member key that names nobody the tenant has.
-    #[error("{message}")]
-    UnknownMember {
-        /// The field that named it.
-        field: &'static str,
-        /// Why.
-        message: String,
-    },
-    /// The tenant has no such room.
-    #[error("{0}")]
-    UnknownRoom(String),
-    /// The caller (or the sender) is not a member of the room.
-    #[error("{0}")]
-    NotMember(String),
-    /// The room has as many members as it may.
-    #[error("{message}")]
-    Full {
-        /// The limit.
-        limit: i64,
-        /// Why.
-        message: String,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
 /// Who acts on a room.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Participant {
@@ -154,10 +117,26 @@ impl Participant {
     }
 }
 
+/// The tenant has no such room (or it is another tenant's): 404 `unknown_room`.
+pub(crate) fn unknown_room(message: String) -> Refusal {
+    Refusal::NotFound {
+        code: "unknown_room",
+        message,
+    }
+}
+
+/// The caller (or the sender) is not a member of the room: 403 `not_member`.
+pub(crate) fn not_member(message: String) -> Refusal {
+    Refusal::Forbidden {
+        code: "not_member",
+        message,
+    }
+}
+
 /// Parses a canonical member key: `user:<uuid>` or `<app_id>:<agent_slug>`.
-pub fn parse_member_key(field: &'static str, key: &str) -> Result<MemberKind, RoomError> {
-    let invalid = |why: &str| RoomError::Invalid {
-        field,
+pub fn parse_member_key(field: &'static str, key: &str) -> Result<MemberKind, Refusal> {
+    let invalid = |why: &str| Refusal::Invalid {
+        field: field.into(),
         message: format!(
             "`{key}` is not a member key: {why} (`user:<uuid>` for a user, `<app_id>:<agent_slug>` for an agent)"
         ),
@@ -187,10 +166,10 @@ pub fn parse_member_key(field: &'static str, key: &str) -> Result<MemberKind, Ro
 }
 
 /// Checks a room name: 1 to [`MAX_ROOM_NAME_CHARS`] characters, not blank.
-fn check_name(name: &str) -> Result<(), RoomError> {
+fn check_name(name: &str) -> Result<(), Refusal> {
     if name.trim().is_empty() || name.chars().count() > MAX_ROOM_NAME_CHARS {
-        return Err(RoomError::Invalid {
-            field: "name",
+        return Err(Refusal::Invalid {
+            field: "name".into(),
             message: format!("name must be 1 to {MAX_ROOM_NAME_CHARS} characters, not blank"),
         });
     }
@@ -199,7 +178,7 @@ fn check_name(name: &str) -> Result<(), RoomError> {
 
 impl Serving {
     /// The tenant's limit of members per room.
-    pub async fn room_member_limit(&self, tenant: &TenantKey) -> Result<i64, RoomError> {
+    pub async fn room_member_limit(&self, tenant: &TenantKey) -> Result<i64, Refusal> {
         Ok(self
             .registry()
             .store()
@@ -216,9 +195,13 @@ impl Serving {
         tenant: &Actor,
         field: &'static str,
         key: &str,
-    ) -> Result<NewRoomMember, RoomError> {
+    ) -> Result<NewRoomMember, Refusal> {
         let kind = parse_member_key(field, key)?;
-        let unknown = |message: String| RoomError::UnknownMember { field, message };
+        let unknown = |message: String| Refusal::Unknown {
+            code: "unknown_member",
+            field: field.into(),
+            message,
+        };
         let display_name = match &kind {
             MemberKind::User { user_id } => self
                 .registry()
@@ -260,7 +243,7 @@ impl Serving {
         creator: &Participant,
         name: &str,
         keys: &[String],
-    ) -> Result<Room, RoomError> {
+    ) -> Result<Room, Refusal> {
         check_name(name)?;
         let mut members: Vec<NewRoomMember> = Vec::with_capacity(keys.len() + 1);
         if let Participant::User {
@@ -284,7 +267,8 @@ impl Serving {
         }
         let limit = self.room_member_limit(tenant).await?;
         if i64::try_from(members.len()).unwrap_or(i64::MAX) > limit {
-            return Err(RoomError::Full {
+            return Err(Refusal::Limit {
+                code: "room_full",
                 limit,
                 message: format!(
                     "members: a room has at most {limit} members, and this one would have {}",
@@ -306,18 +290,18 @@ impl Serving {
         tenant: &TenantKey,
         who: &Participant,
         id: &str,
-    ) -> Result<Room, RoomError> {
+    ) -> Result<Room, Refusal> {
         let room = self
             .registry()
             .store()
             .room(tenant, id)
             .await?
-            .ok_or_else(|| RoomError::UnknownRoom(format!("there is no room `{id}`")))?;
+            .ok_or_else(|| unknown_room(format!("there is no room `{id}`")))?;
         let key = who.key();
         if who.is_admin() || room.members.iter().any(|m| m.key == key) {
             Ok(room)
         } else {
-            Err(RoomError::NotMember(format!(
+            Err(not_member(format!(
                 "`{key}` is not a member of room `{id}`"
             )))
         }
@@ -331,7 +315,7 @@ impl Serving {
         who: &Participant,
         id: &str,
         key: &str,
-    ) -> Result<(bool, Room), RoomError> {
+    ) -> Result<(bool, Room), Refusal> {
         self.room_for(tenant, who, id).await?;
         let member = self.resolve_member(tenant, "key", key).await?;
         let limit = self.room_member_limit(tenant).await?;
@@ -342,7 +326,8 @@ impl Serving {
         {
             MemberAdded::Added(added) => added,
             MemberAdded::Full { limit } => {
-                return Err(RoomError::Full {
+                return Err(Refusal::Limit {
+                    code: "room_full",
                     limit,
                     message: format!(
                         "room `{id}` has {limit} members, the most this tenant allows per room"
@@ -350,7 +335,7 @@ impl Serving {
                 });
             }
             MemberAdded::UnknownRoom => {
-                return Err(RoomError::UnknownRoom(format!("there is no room `{id}`")));
+                return Err(unknown_room(format!("there is no room `{id}`")));
             }
         };
         let room = self.room_for(tenant, &Participant::admin(), id).await?;
@@ -365,7 +350,7 @@ impl Serving {
         who: &Participant,
         id: &str,
         key: &str,
-    ) -> Result<Room, RoomError> {
+    ) -> Result<Room, Refusal> {
         self.room_for(tenant, who, id).await?;
         parse_member_key("key", key)?;
         match self
@@ -374,9 +359,10 @@ impl Serving {
             .remove_room_member(tenant, id, key)
             .await?
         {
-            None => Err(RoomError::UnknownRoom(format!("there is no room `{id}`"))),
-            Some(false) => Err(RoomError::UnknownMember {
-                field: "key",
+            None => Err(unknown_room(format!("there is no room `{id}`"))),
+            Some(false) => Err(Refusal::Unknown {
+                code: "unknown_member",
+                field: "key".into(),
                 message: format!("`{key}` is not a member of room `{id}`"),
             }),
             Some(true) => {
@@ -450,7 +436,7 @@ mod tests {
         for bad in ["nobody", "user:42", "Room:x", "a:", ":b", "a:b c"] {
             let e = parse_member_key("key", bad).unwrap_err();
             assert!(
-                matches!(&e, RoomError::Invalid { field: "key", message } if message.contains(bad)),
+                matches!(&e, Refusal::Invalid { field, message } if field == "key" && message.contains(bad)),
                 "{bad}: {e}"
             );
         }

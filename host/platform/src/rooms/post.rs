@@ -23,7 +23,8 @@ use atrium_runtime::{CallError, Caller, RoomPostRequest, SenderType, ToolCallErr
 use atrium_store::{InstallStatus, NewRoomMessage, Posted, RoomMessage};
 use serde_json::{Map, Value};
 
-use super::RoomError;
+use super::{not_member, unknown_room};
+use crate::Refusal;
 use crate::registry::Actor;
 use crate::serving::Serving;
 
@@ -71,19 +72,19 @@ pub fn iso_micros(micros: i64) -> String {
 }
 
 /// The content rule every sender meets: 1 to 20,000 characters, not blank.
-pub fn check_content(content: &str) -> Result<(), RoomError> {
+pub fn check_content(content: &str) -> Result<(), Refusal> {
     let chars = content.chars().count();
     if chars > MAX_ROOM_MESSAGE_CHARS {
-        return Err(RoomError::Invalid {
-            field: "content",
+        return Err(Refusal::Invalid {
+            field: "content".into(),
             message: format!(
                 "content has {chars} characters; a room message has at most {MAX_ROOM_MESSAGE_CHARS}"
             ),
         });
     }
     if content.trim().is_empty() {
-        return Err(RoomError::Invalid {
-            field: "content",
+        return Err(Refusal::Invalid {
+            field: "content".into(),
             message: "content must not be empty".into(),
         });
     }
@@ -122,7 +123,7 @@ impl Serving {
         content: &str,
         metadata: &Map<String, Value>,
         chain: &ChainContext,
-    ) -> Result<PostedMessage, RoomError> {
+    ) -> Result<PostedMessage, Refusal> {
         check_content(content)?;
         let (sender_type, sender_ref, sender_display) = match sender {
             MessageSender::User {
@@ -152,10 +153,10 @@ impl Serving {
         let (message, members) = match posted {
             Posted::Stored { message, members } => (*message, members),
             Posted::UnknownRoom => {
-                return Err(RoomError::UnknownRoom(format!("there is no room `{room}`")));
+                return Err(unknown_room(format!("there is no room `{room}`")));
             }
             Posted::NotMember => {
-                return Err(RoomError::NotMember(format!(
+                return Err(not_member(format!(
                     "`{sender_ref}` is not a member of room `{room}`"
                 )));
             }
@@ -283,13 +284,15 @@ impl Serving {
         )
         .await
         .map_err(|e| match e {
-            RoomError::UnknownRoom(m) => refuse(Decision::UnknownRoom, m),
-            RoomError::NotMember(m) => refuse(Decision::NotMember, m),
-            RoomError::Invalid { message, .. } | RoomError::UnknownMember { message, .. } => {
+            Refusal::NotFound { message, .. } => refuse(Decision::UnknownRoom, message),
+            Refusal::Forbidden { message, .. } => refuse(Decision::NotMember, message),
+            Refusal::Invalid { message, .. } | Refusal::Unknown { message, .. } => {
                 refuse(Decision::InvalidArguments, message)
             }
-            RoomError::Full { message, .. } => refuse(Decision::Failed, message),
-            RoomError::Store(e) => {
+            Refusal::Limit { message, .. }
+            | Refusal::Conflict { message, .. }
+            | Refusal::NotAvailable { message, .. } => refuse(Decision::Failed, message),
+            e @ (Refusal::Store(_) | Refusal::Serve(_)) => {
                 tracing::error!(error = %e, app = app_slug, "storing a room post failed");
                 refuse(
                     Decision::Failed,

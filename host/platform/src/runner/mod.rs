@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use atrium_manifest::sandbox::{self, ChainContext};
 use atrium_runtime::{AgentCallError, CallError, Caller, Invocation};
-use atrium_store::Install;
+use atrium_store::{AgentLimitsRow, Install, Store, TenantKey};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
@@ -55,6 +55,70 @@ pub const MAX_STEPS_RANGE: std::ops::RangeInclusive<i64> = 1..=50;
 pub const BUDGET_MICROS_RANGE: std::ops::RangeInclusive<i64> = 1_000..=100_000_000;
 /// The time a tenant may give a run, in seconds: 5 to 900.
 pub const TIMEOUT_SECONDS_RANGE: std::ops::RangeInclusive<i64> = 5..=900;
+
+/// A change of a tenant's agent limits: for each limit, none keeps what is set and `Some(None)`
+/// returns it to the platform's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LimitsChange {
+    /// The most model steps of a run, within [`MAX_STEPS_RANGE`].
+    pub max_steps: Option<Option<i64>>,
+    /// The most a run may cost, in dollars, within [`BUDGET_MICROS_RANGE`] (in
+    /// micro-dollars).
+    pub budget_usd: Option<Option<f64>>,
+    /// How long a run may take, in seconds, within [`TIMEOUT_SECONDS_RANGE`].
+    pub timeout_seconds: Option<Option<i64>>,
+}
+
+/// The limits `change` sets over what `tenant` set, checked, for [`crate::llm_roles::update`]
+/// to store: the field at fault (`agent_limits.<limit>`) and why.
+pub async fn changed_limits(
+    store: &Store,
+    tenant: &TenantKey,
+    change: &LimitsChange,
+) -> Result<AgentLimitsRow, crate::Refusal> {
+    let mut row = store.agent_limits(tenant).await?;
+    let out_of = |field: &str, range: String| {
+        crate::Refusal::invalid(
+            format!("agent_limits.{field}"),
+            format!("agent_limits.{field} must be from {range}"),
+        )
+    };
+    if let Some(steps) = change.max_steps {
+        if let Some(n) = steps
+            && !MAX_STEPS_RANGE.contains(&n)
+        {
+            let r = &MAX_STEPS_RANGE;
+            return Err(out_of("max_steps", format!("{} to {}", r.start(), r.end())));
+        }
+        row.max_steps = steps;
+    }
+    if let Some(budget) = change.budget_usd {
+        let micros = budget.map(|usd| (usd * 1_000_000.0).round());
+        if let Some(m) = micros
+            && !(m.is_finite() && BUDGET_MICROS_RANGE.contains(&(m as i64)))
+        {
+            let r = &BUDGET_MICROS_RANGE;
+            return Err(out_of(
+                "budget_usd",
+                format!("{} to {}", *r.start() as f64 / 1e6, *r.end() as f64 / 1e6),
+            ));
+        }
+        row.budget_micros = micros.map(|m| m as i64);
+    }
+    if let Some(timeout) = change.timeout_seconds {
+        if let Some(n) = timeout
+            && !TIMEOUT_SECONDS_RANGE.contains(&n)
+        {
+            let r = &TIMEOUT_SECONDS_RANGE;
+            return Err(out_of(
+                "timeout_seconds",
+                format!("{} to {}", r.start(), r.end()),
+            ));
+        }
+        row.timeout_ms = timeout.map(|s| s * 1_000);
+    }
+    Ok(row)
+}
 
 /// The limits of `tenant`'s runs: what it set, the defaults for the rest.
 pub async fn tenant_limits(

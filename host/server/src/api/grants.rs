@@ -2,7 +2,7 @@
 //! `atrium_platform::grants`). The caller side asks, the callee side approves with the agents
 //! it admits, either side revokes.
 
-use atrium_platform::grants::{self, GrantError, GrantState};
+use atrium_platform::grants::{self, GrantState};
 use atrium_store::Grant;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -90,15 +90,6 @@ pub struct ApproveGrant {
 #[serde(deny_unknown_fields)]
 pub struct RevokeGrant {}
 
-pub(super) fn api_error(e: GrantError) -> ApiError {
-    match e {
-        GrantError::Invalid { field, message } => ApiError::field(field, message),
-        GrantError::NotFound(message) => ApiError::not_found(message),
-        GrantError::Conflict { code, message } => ApiError::conflict(code, message),
-        GrantError::Store(e) => ApiError::from(e),
-    }
-}
-
 /// The caller side asks: 201 with a new (or restarted) pending grant, 200 with a pending or
 /// active one left as it is.
 pub async fn request(
@@ -115,7 +106,7 @@ pub async fn request(
         &body.allowed_agents,
     )
     .await
-    .map_err(api_error)?;
+    .map_err(ApiError::from)?;
     let status = if started {
         StatusCode::CREATED
     } else {
@@ -140,7 +131,7 @@ pub async fn approve(
         &body.allowed_agents,
     )
     .await
-    .map_err(api_error)?;
+    .map_err(ApiError::from)?;
     Ok(Json(grant.into()))
 }
 
@@ -154,7 +145,7 @@ pub async fn revoke(
     let serving = state.serving()?;
     let grant = grants::revoke(serving, &actor(&admin), &caller, &callee)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     Ok(Json(grant.into()))
 }
 

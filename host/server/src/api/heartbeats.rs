@@ -7,8 +7,8 @@
 //! - `GET /api/visions`, `GET /api/visions/{id}` (with every phase's output),
 //!   `POST /api/visions/{id}/approve|reject` (tenant user or admin).
 
-use atrium_platform::heartbeats::{self, RunNowError, RunSummary};
-use atrium_platform::visions::{self, Decision, DecisionError};
+use atrium_platform::heartbeats::{self, RunSummary};
+use atrium_platform::visions::{self, Decision};
 use atrium_store::{HeartbeatRow, HeartbeatRun, Vision, VisionPhase};
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
@@ -255,12 +255,8 @@ pub async fn run_now(
     TenantAdmin(admin): TenantAdmin,
     Path(feed_id): Path<String>,
 ) -> Result<Json<RunNowView>, ApiError> {
-    match scheduler(&state)?.run_now(&admin.key(), &feed_id).await {
-        Ok(run) => Ok(Json(run_now_view(feed_id, run))),
-        Err(RunNowError::NotFound(message)) => Err(ApiError::not_found(message)),
-        Err(RunNowError::Conflict { code, message }) => Err(ApiError::conflict(code, message)),
-        Err(RunNowError::Serve(e)) => Err(e.into()),
-    }
+    let run = scheduler(&state)?.run_now(&admin.key(), &feed_id).await?;
+    Ok(Json(run_now_view(feed_id, run)))
 }
 
 async fn set_state(
@@ -475,18 +471,9 @@ async fn decide(
         body.note.as_deref(),
         scheduler(&state)?.config().vision_cycle_pause,
     )
-    .await;
-    match decided {
-        Ok(v) => {
-            let phases = state.store.vision_phases(&tenant, id).await?;
-            Ok(Json(vision_view(v, Some(phases))))
-        }
-        Err(DecisionError::NotFound(_)) => Err(no_such_vision(id)),
-        Err(DecisionError::NotAwaiting(message)) => {
-            Err(ApiError::conflict("vision_not_awaiting_approval", message))
-        }
-        Err(DecisionError::Store(e)) => Err(e.into()),
-    }
+    .await?;
+    let phases = state.store.vision_phases(&tenant, id).await?;
+    Ok(Json(vision_view(decided, Some(phases))))
 }
 
 /// Approves the plan vision `id` waits on: it executes at the next tick. 409

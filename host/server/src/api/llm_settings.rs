@@ -2,7 +2,7 @@
 //! tier, provider and/or model of the /v1 gateway; the rules are `atrium_platform::llm_roles`.
 //! Tenant users read them, tenant admins change them.
 
-use atrium_platform::llm_roles::{self, Resolved, Role, Route, UpdateError};
+use atrium_platform::llm_roles::{self, Resolved, Role, Route};
 use atrium_platform::runner::{self, Limits};
 use atrium_store::{AgentLimitsRow, TenantKey};
 use axum::extract::State;
@@ -208,54 +208,6 @@ fn view(resolved: &[Resolved], agent_limits: AgentLimitsView) -> LlmSettings {
     }
 }
 
-/// The limits `input` sets over `row`, checked: the field at fault and why.
-fn changed_limits(
-    mut row: AgentLimitsRow,
-    input: &AgentLimitsInput,
-) -> Result<AgentLimitsRow, ApiError> {
-    let out_of = |field: &str, range: String| {
-        ApiError::field(
-            &format!("agent_limits.{field}"),
-            format!("agent_limits.{field} must be from {range}"),
-        )
-    };
-    if let Some(steps) = input.max_steps {
-        if let Some(n) = steps
-            && !runner::MAX_STEPS_RANGE.contains(&n)
-        {
-            let r = &runner::MAX_STEPS_RANGE;
-            return Err(out_of("max_steps", format!("{} to {}", r.start(), r.end())));
-        }
-        row.max_steps = steps;
-    }
-    if let Some(budget) = input.budget_usd {
-        let micros = budget.map(|usd| (usd * 1_000_000.0).round());
-        if let Some(m) = micros
-            && !(m.is_finite() && runner::BUDGET_MICROS_RANGE.contains(&(m as i64)))
-        {
-            let r = &runner::BUDGET_MICROS_RANGE;
-            return Err(out_of(
-                "budget_usd",
-                format!("{} to {}", *r.start() as f64 / 1e6, *r.end() as f64 / 1e6),
-            ));
-        }
-        row.budget_micros = micros.map(|m| m as i64);
-    }
-    if let Some(timeout) = input.timeout_seconds {
-        if let Some(n) = timeout
-            && !runner::TIMEOUT_SECONDS_RANGE.contains(&n)
-        {
-            let r = &runner::TIMEOUT_SECONDS_RANGE;
-            return Err(out_of(
-                "timeout_seconds",
-                format!("{} to {}", r.start(), r.end()),
-            ));
-        }
-        row.timeout_ms = timeout.map(|s| s * 1_000);
-    }
-    Ok(row)
-}
-
 /// The caller's tenant's roles.
 pub async fn get(
     State(state): State<HostState>,
@@ -291,24 +243,20 @@ pub async fn put(
         }
     }
     let key = tenant.key();
-    // The limits are checked before the roles are stored (the roles are all checked before
-    // any is stored), so a refused field changes nothing.
-    let limits = match &body.agent_limits {
-        Some(input) => Some(changed_limits(
-            state.store.agent_limits(&key).await?,
-            input,
-        )?),
+    // The limits are checked before anything is stored, and stored with the roles in one
+    // transaction, so a refused field changes nothing.
+    let limits = match body.agent_limits {
+        Some(input) => {
+            let change = runner::LimitsChange {
+                max_steps: input.max_steps,
+                budget_usd: input.budget_usd,
+                timeout_seconds: input.timeout_seconds,
+            };
+            Some(runner::changed_limits(&state.store, &key, &change).await?)
+        }
         None => None,
     };
-    llm_roles::update(&state.store, &key, &set, &reset)
-        .await
-        .map_err(|e| match e {
-            UpdateError::Invalid { field, message } => ApiError::field(&field, message),
-            UpdateError::Store(e) => ApiError::from(e),
-        })?;
-    if let Some(limits) = limits {
-        state.store.put_agent_limits(&key, &limits).await?;
-    }
+    llm_roles::update(&state.store, &key, &set, &reset, limits.as_ref()).await?;
     Ok(Json(settings(&state, &key).await?))
 }
 

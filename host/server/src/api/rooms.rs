@@ -8,8 +8,9 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use atrium_manifest::sandbox::ChainContext;
+use atrium_platform::Refusal;
 use atrium_platform::rooms::{
-    self, Delivery, MessageSender, Next, Participant, PostedMessage, RoomError, Subscription,
+    self, Delivery, MessageSender, Next, Participant, PostedMessage, Subscription,
 };
 use atrium_store::{MemberKind, Room, RoomMember, RoomMessage, TenantPrincipal, TenantRole};
 use axum::extract::{Path, State};
@@ -248,20 +249,6 @@ impl PostedView {
     }
 }
 
-/// The status and code of each refusal.
-pub(super) fn api_error(e: RoomError) -> ApiError {
-    match e {
-        RoomError::Invalid { field, message } => ApiError::field(field, message),
-        RoomError::UnknownMember { field, message } => {
-            ApiError::unprocessable("unknown_member", Some(field), message, None)
-        }
-        RoomError::UnknownRoom(message) => ApiError::not_offered("unknown_room", message),
-        RoomError::NotMember(message) => ApiError::forbidden("not_member", message),
-        RoomError::Full { message, .. } => ApiError::conflict("room_full", message),
-        RoomError::Store(e) => ApiError::from(e),
-    }
-}
-
 fn participant(user: &TenantPrincipal) -> Participant {
     Participant::User {
         user_id: user.user_id.clone(),
@@ -306,7 +293,7 @@ pub async fn create(
             &body.members,
         )
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     Ok((StatusCode::CREATED, Json(RoomView::of(room, true))))
 }
 
@@ -320,7 +307,7 @@ pub async fn detail(
         .serving()?
         .room_for(&user.key(), &participant(&user), &id)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     Ok(Json(RoomView::of(room, true)))
 }
 
@@ -335,7 +322,7 @@ pub async fn add_member(
         .serving()?
         .add_room_member(&actor(&user), &participant(&user), &id, &body.key)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     let status = if added {
         StatusCode::CREATED
     } else {
@@ -360,7 +347,7 @@ pub async fn remove_member(
         .serving()?
         .remove_room_member(&actor(&user), &participant(&user), &id, &key)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     Ok(Json(RoomView::of(room, true)))
 }
 
@@ -410,7 +397,7 @@ pub async fn timeline(
         .serving()?
         .room_for(&tenant, &participant(&user), &id)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     let mut rows = state
         .store
         .room_messages_before(
@@ -456,7 +443,7 @@ pub async fn post_message(
             &ChainContext::root(),
         )
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     Ok((
         StatusCode::CREATED,
         Json(PostedView::of(&user.tenant_id, posted)),
@@ -527,8 +514,10 @@ impl Reader {
                         .await
                     {
                         Ok(_) => continue,
-                        Err(RoomError::NotMember(m)) => ("not_member", m),
-                        Err(RoomError::UnknownRoom(m)) => ("unknown_room", m),
+                        Err(
+                            Refusal::Forbidden { code, message }
+                            | Refusal::NotFound { code, message },
+                        ) => (code, message),
                         Err(e) => {
                             // The client reconnects, and is checked again then.
                             tracing::warn!(error = %e, room = %self.room, "checking a stream's reader failed; the stream ends");
@@ -561,7 +550,7 @@ pub async fn stream(
     serving
         .room_for(&tenant, &participant(&user), &id)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     let hub = serving.rooms();
     let subscription = hub.subscribe(&tenant, &id, after).await?;
     let reader = Arc::new(Reader {

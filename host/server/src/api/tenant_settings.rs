@@ -1,8 +1,7 @@
 //! `/api/tenant/settings`: the settings a tenant's admin changes for the whole tenant. Any
 //! user of the tenant reads them (a tenant token); only its admin replaces them.
 
-use atrium_platform::rooms::{DEFAULT_MEMBER_LIMIT, MAX_MEMBER_LIMIT};
-use atrium_store::TenantKey;
+use atrium_platform::tenant_settings;
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -37,26 +36,14 @@ pub struct PutSettings {
     pub time_zone: Option<String>,
 }
 
-async fn view(state: &HostState, tenant: &TenantKey) -> Result<SettingsView, ApiError> {
-    let settings = state.store.tenant_settings(tenant).await?;
-    Ok(SettingsView {
-        room_member_limit: settings.room_member_limit.unwrap_or(DEFAULT_MEMBER_LIMIT),
-        room_member_limit_is_default: settings.room_member_limit.is_none(),
-        time_zone: settings.time_zone,
-    })
-}
-
-/// An IANA time-zone name that the host knows (from its bundled time-zone database).
-fn check_time_zone(name: &str) -> Result<(), ApiError> {
-    if !name.is_empty() && jiff::tz::TimeZone::get(name).is_ok() {
-        return Ok(());
+impl From<tenant_settings::Settings> for SettingsView {
+    fn from(settings: tenant_settings::Settings) -> Self {
+        SettingsView {
+            room_member_limit: settings.room_member_limit,
+            room_member_limit_is_default: settings.room_member_limit_is_default,
+            time_zone: settings.time_zone,
+        }
     }
-    Err(ApiError::field(
-        "time_zone",
-        format!(
-            "time_zone must be an IANA time-zone name such as `Europe/Berlin` or `UTC`, got `{name}`"
-        ),
-    ))
 }
 
 /// The tenant's settings.
@@ -64,7 +51,8 @@ pub async fn get_settings(
     State(state): State<HostState>,
     TenantUser(user): TenantUser,
 ) -> Result<Json<SettingsView>, ApiError> {
-    Ok(Json(view(&state, &user.key()).await?))
+    let settings = tenant_settings::read(&state.store, &user.key()).await?;
+    Ok(Json(settings.into()))
 }
 
 /// Replaces the tenant's settings: 200 with them.
@@ -73,29 +61,12 @@ pub async fn put_settings(
     TenantAdmin(admin): TenantAdmin,
     JsonBody(body): JsonBody<PutSettings>,
 ) -> Result<Json<SettingsView>, ApiError> {
-    if let Some(limit) = body.room_member_limit
-        && !(1..=MAX_MEMBER_LIMIT).contains(&limit)
-    {
-        return Err(ApiError::field(
-            "room_member_limit",
-            format!("room_member_limit must be from 1 to {MAX_MEMBER_LIMIT}, got {limit}"),
-        ));
-    }
-    if let Some(zone) = &body.time_zone {
-        check_time_zone(zone)?;
-    }
-    let tenant = admin.key();
-    let before = state.store.tenant_settings(&tenant).await?;
-    let settings = atrium_store::TenantSettings {
+    let new = tenant_settings::NewSettings {
         room_member_limit: body.room_member_limit,
         time_zone: body.time_zone,
     };
-    state.store.set_tenant_settings(&tenant, &settings).await?;
-    if before.time_zone != settings.time_zone {
-        // Heartbeats at wall-clock times of the tenant's zone are due at other instants now.
-        state.store.reschedule_heartbeats(&tenant).await?;
-    }
-    Ok(Json(view(&state, &tenant).await?))
+    let settings = tenant_settings::replace(&state.store, &admin.key(), new).await?;
+    Ok(Json(settings.into()))
 }
 
 /// The routes of the tenant's settings.

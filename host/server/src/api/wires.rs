@@ -124,10 +124,6 @@ pub struct WireQuery {
     pub cursor: Option<String>,
 }
 
-fn api_error(e: wires::WireError) -> ApiError {
-    super::grants::api_error(e)
-}
-
 /// The subscriber side proposes: 201 with a new (or restarted) pending wire, 200 with a
 /// pending or active one left as it is.
 pub async fn propose(
@@ -145,7 +141,7 @@ pub async fn propose(
     };
     let (wire, started) = wires::propose(serving, &actor(&admin), &request)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     let status = if started {
         StatusCode::CREATED
     } else {
@@ -163,7 +159,7 @@ pub async fn approve(
 ) -> Result<Json<WireView>, ApiError> {
     let wire = wires::approve(state.serving()?, &actor(&admin), &id)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     Ok(Json(wire.into()))
 }
 
@@ -176,7 +172,7 @@ pub async fn revoke(
 ) -> Result<Json<WireView>, ApiError> {
     let wire = wires::revoke(state.serving()?, &actor(&admin), &id)
         .await
-        .map_err(api_error)?;
+        .map_err(ApiError::from)?;
     Ok(Json(wire.into()))
 }
 

@@ -189,16 +189,30 @@ async fn posts_in_one_instant_keep_their_order_and_pages_stay_exact() {
             room_member_limit: Some(7),
             time_zone: Some("Europe/Berlin".into()),
         };
-        store.set_tenant_settings(&tenant, &set).await.unwrap();
+        // A change of the time zone is said (the heartbeats were rescheduled with it).
+        assert!(store.set_tenant_settings(&tenant, &set).await.unwrap());
         assert_eq!(store.tenant_settings(&tenant).await.unwrap(), set);
+        let same_zone = TenantSettings {
+            room_member_limit: Some(8),
+            ..set.clone()
+        };
+        assert!(
+            !store
+                .set_tenant_settings(&tenant, &same_zone)
+                .await
+                .unwrap()
+        );
+        assert_eq!(store.tenant_settings(&tenant).await.unwrap(), same_zone);
         assert_eq!(
             store.tenant_settings(&elsewhere).await.unwrap(),
             TenantSettings::default()
         );
-        store
-            .set_tenant_settings(&tenant, &TenantSettings::default())
-            .await
-            .unwrap();
+        assert!(
+            store
+                .set_tenant_settings(&tenant, &TenantSettings::default())
+                .await
+                .unwrap()
+        );
         assert_eq!(
             store.tenant_settings(&tenant).await.unwrap(),
             TenantSettings::default()
