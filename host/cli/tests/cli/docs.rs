@@ -698,3 +698,83 @@ fn examples_are_read_as_a_shell_reads_them() {
         "/api/installs"
     ));
 }
+
+/// The paths docs/ARCHITECTURE.md names in code spans (`host/store/src/lib.rs`,
+/// `serving/events.rs`, `host/server/tests/server/`) and the pages it links to: API routes,
+/// patterns (`<capability>`, `NNNN`, `*`) and bare words are not paths.
+fn paths_named(map: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    for (i, part) in map.split('`').enumerate() {
+        if i % 2 == 1 {
+            let looks_like_a_path = part.contains('/')
+                && !part.starts_with('/')
+                && !part.contains(['<', '*', ' ', '{'])
+                && !part.contains("NNNN")
+                && (part.ends_with('/')
+                    || part
+                        .rsplit('/')
+                        .next()
+                        .is_some_and(|name| name.contains('.'))
+                    || part.starts_with("host/")
+                    || part.starts_with("tests/"));
+            if looks_like_a_path {
+                paths.push(part.to_string());
+            }
+        }
+    }
+    for link in map.split("](").skip(1) {
+        let target = link.split(')').next().unwrap_or_default();
+        if !target.contains("://") && !target.starts_with('#') {
+            paths.push(format!(
+                "docs/{}",
+                target.split('#').next().unwrap_or_default()
+            ));
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+#[test]
+fn every_path_the_architecture_map_names_exists() {
+    let root = source_tree();
+    let map = read(&root.join("docs/ARCHITECTURE.md"));
+    let paths = paths_named(&map);
+    assert!(
+        paths.iter().any(|p| p == "host/store/src/lib.rs")
+            && paths.iter().any(|p| p == "serving/events.rs")
+            && paths.iter().any(|p| p == "platform/src/refusal.rs")
+            && paths.iter().any(|p| p == "docs/runtime.md"),
+        "the map's paths were not all found: {paths:?}"
+    );
+    // A path is from the checkout's root, from `host/` (`store/src/rooms.rs`, as the
+    // capability table writes them), or relative to a crate's sources (`serving/events.rs`).
+    let mut bases = vec![root.clone(), root.join("host")];
+    bases.extend(
+        std::fs::read_dir(root.join("host"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path().join("src")),
+    );
+    let missing: Vec<&String> = paths
+        .iter()
+        .filter(|path| !bases.iter().any(|base| base.join(path).exists()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
+}
+
+#[test]
+fn the_map_test_reads_paths_and_leaves_routes_and_patterns() {
+    let named = paths_named(
+        "`host/a/src/b.rs` and `serving/` and `/api/mcp` and `host/store/src/<capability>.rs` \
+         and `tests/*` and `Serving::call_tool` and `a/b` and [x](runtime.md#y) [z](https://e.org)",
+    );
+    assert_eq!(
+        named,
+        ["docs/runtime.md", "host/a/src/b.rs", "serving/"],
+        "what the map test takes for a path"
+    );
+}
