@@ -469,7 +469,7 @@ async fn decide(
         &user.user_id,
         decision,
         body.note.as_deref(),
-        scheduler(&state)?.config().vision_cycle_pause,
+        scheduler(state)?.config().vision_cycle_pause,
     )
     .await?;
     let phases = state.store.vision_phases(&tenant, id).await?;
