@@ -2,13 +2,24 @@
 //! runs against each backend available.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod audit;
 mod cancel;
 mod changes;
+mod commitments;
+mod conversations;
+mod grants;
+mod heartbeats;
+mod memory;
 mod rooms;
 mod tenant_tokens;
+mod visions;
+mod wires;
 
 use atrium_store::TenantKey;
-use atrium_store::{Store, StoreError, UsageRecord};
+use atrium_store::{
+    Activation, HeartbeatDecl, InstallKey, NewDeveloper, NewVersion, Store, StoreError,
+    UpgradePolicy, UsageRecord,
+};
 
 /// The stores to test: a fresh SQLite file, and the test PostgreSQL database if configured.
 /// Each test uses organization names of its own, so tests never see each other's data.
@@ -34,6 +45,112 @@ fn unique(name: &str) -> String {
         .unwrap()
         .as_nanos();
     format!("{name}-{}-{nanos}-{n}", std::process::id())
+}
+
+/// A tenant to test with, and the two that must see nothing of it: another tenant of its
+/// organization, and the tenant of the same id in another organization. All three exist.
+struct Tenants {
+    tenant: TenantKey,
+    neighbour: TenantKey,
+    stranger: TenantKey,
+}
+
+impl Tenants {
+    /// The neighbour and the stranger.
+    fn others(&self) -> [&TenantKey; 2] {
+        [&self.neighbour, &self.stranger]
+    }
+}
+
+/// Two organizations of the test's own, with [`Tenants`] in them.
+async fn tenants(store: &Store) -> Tenants {
+    let org = store.create_key(&unique("acme"), "k").await.unwrap().org_id;
+    let other = store
+        .create_key(&unique("globex"), "k")
+        .await
+        .unwrap()
+        .org_id;
+    let tenants = Tenants {
+        tenant: TenantKey::new(&org, "shop"),
+        neighbour: TenantKey::new(&org, "warehouse"),
+        stranger: TenantKey::new(&other, "shop"),
+    };
+    for key in [&tenants.tenant, &tenants.neighbour, &tenants.stranger] {
+        store.ensure_tenant(key).await.unwrap();
+    }
+    tenants
+}
+
+/// Registers version 1.0.0 of an app of the test's own (apps are global to the host), by a
+/// developer of its own; answers the app's slug.
+async fn register_app(store: &Store, name: &str) -> String {
+    let login = unique("dev");
+    let email = format!("{login}@example.com");
+    let developer = store
+        .create_developer(&NewDeveloper {
+            email: &email,
+            login: &login,
+            publish_allowed: true,
+            dev_tenant: None,
+        })
+        .await
+        .unwrap();
+    let slug = unique(name);
+    let image = format!("ghcr.io/acme/{slug}:1.0.0");
+    store
+        .register_version(&NewVersion {
+            app_slug: &slug,
+            version: "1.0.0",
+            name,
+            developer_id: &developer.id,
+            manifest_source: "app_id: test",
+            manifest_digest: "sha256:m",
+            content_digest: "sha256:c",
+            component: None,
+            image: &image,
+            templates: None,
+            docs: &[],
+            build_inputs: None,
+        })
+        .await
+        .unwrap();
+    slug
+}
+
+/// Activates version 1.0.0 of `slug` for `tenant` (by `user-1`), its agents declaring
+/// `heartbeats`; answers the install's key. A test whose install holds rows a scheduler would
+/// find due (heartbeats, visions) removes it at its end: the test PostgreSQL database outlives
+/// the run, and other binaries' schedulers read it.
+async fn activate_app(
+    store: &Store,
+    tenant: &TenantKey,
+    slug: &str,
+    heartbeats: &[HeartbeatDecl],
+) -> InstallKey {
+    let install = tenant.install(slug);
+    let empty = serde_json::Map::new();
+    store
+        .activate(&Activation {
+            install: &install,
+            version: "1.0.0",
+            granted_scopes: &[],
+            settings: &empty,
+            sealed_settings: &[],
+            rag_bindings: &empty,
+            upgrade_policy: UpgradePolicy::Manual,
+            activated_by: Some("user-1"),
+            grants: &[],
+            templates: &[],
+            heartbeats,
+        })
+        .await
+        .unwrap();
+    install
+}
+
+/// Waits until the store's clock (ms) has moved on, so that what is written next is later.
+async fn next_millisecond() {
+    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
 }
 
 fn record(org: &str, tenant: &str, cost_micros: i64) -> UsageRecord {
