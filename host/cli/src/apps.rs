@@ -564,7 +564,9 @@ async fn promote(client: &Client, slug: &str, version: &str, json: bool) -> Resu
         "{slug}: {} is the current version.",
         promoted.app.current_version.as_deref().unwrap_or(version)
     );
-    crate::deploy::report_installs(&promoted);
+    for line in installs_report(&promoted) {
+        println!("{line}");
+    }
     if let Some(dev) = &promoted.dev_install {
         println!(
             "Your dev tenant {} ({}): {}{}",
@@ -715,4 +717,45 @@ pub fn upgrade(args: &UpgradeArgs) -> ExitCode {
         }
         Ok(())
     })
+}
+
+/// Which auto-upgrading installs a promotion moved, and which wait (and for what): the lines
+/// `apps promote` and `deploy` print.
+pub(crate) fn installs_report(promoted: &atrium_server::views::PromotedView) -> Vec<String> {
+    let moved = promoted
+        .installs
+        .iter()
+        .filter(|o| o.outcome == "upgraded")
+        .count();
+    let waiting: Vec<_> = promoted
+        .installs
+        .iter()
+        .filter(|o| o.outcome.starts_with("pending"))
+        .collect();
+    let mut lines = Vec::new();
+    if moved + waiting.len() > 0 {
+        lines.push(format!(
+            "      {moved} auto-upgrading install(s) moved, {} wait{}",
+            waiting.len(),
+            if waiting.is_empty() { "" } else { ":" }
+        ));
+    }
+    for o in waiting {
+        let mut needs = Vec::new();
+        if !o.new_scopes.is_empty() {
+            needs.push(format!("consent to {}", o.new_scopes.join(", ")));
+        }
+        if !o.missing_settings.is_empty() {
+            needs.push(format!("values for {}", o.missing_settings.join(", ")));
+        }
+        lines.push(format!(
+            "        tenant {} of {}: {} -> {}, waits for {}",
+            o.tenant,
+            o.organization,
+            o.from,
+            o.to,
+            needs.join(" and ")
+        ));
+    }
+    lines
 }

@@ -90,40 +90,7 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
-/// The language of a project, from its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
-    /// `Cargo.toml`.
-    Rust,
-    /// `pyproject.toml` or `app.py`.
-    Python,
-    /// `package.json`.
-    TypeScript,
-}
-
-impl Lang {
-    /// The language of the project in `dir`, or `None` for a container-image app.
-    pub fn of(dir: &Path) -> Option<Lang> {
-        if dir.join("Cargo.toml").is_file() {
-            Some(Lang::Rust)
-        } else if dir.join("package.json").is_file() {
-            Some(Lang::TypeScript)
-        } else if dir.join("pyproject.toml").is_file() || dir.join("app.py").is_file() {
-            Some(Lang::Python)
-        } else {
-            None
-        }
-    }
-
-    /// The build command, as reported to the developer.
-    pub fn command(self) -> &'static str {
-        match self {
-            Lang::Rust => "cargo build --target wasm32-wasip2 --release",
-            Lang::Python => "python3 -m atrium_sdk build",
-            Lang::TypeScript => "atrium-sdk-build (componentize-js)",
-        }
-    }
-}
+pub use crate::lang::Lang;
 
 /// Where the Python and TypeScript builds write the component.
 const SDK_OUTPUT: &str = "build/app.wasm";
@@ -314,7 +281,7 @@ fn python_build(dir: &Path) -> Result<SdkTool, Failure> {
                 .last()
                 .unwrap_or("")
                 .trim(),
-            crate::init::PYTHON_SETUP
+            crate::lang::PYTHON_SETUP
         )));
     }
     Ok(SdkTool {

@@ -268,7 +268,9 @@ async fn deploy(args: &Args) -> Result<(), Failure> {
             )),
             other => other,
         })?;
-    report_installs(&promoted);
+    for line in crate::apps::installs_report(&promoted) {
+        say!("{line}");
+    }
     say!(
         "Deployed {slug}: {} is the current version.",
         promoted.app.current_version.as_deref().unwrap_or(&version)
@@ -284,44 +286,6 @@ fn print_summary(args: &Args, summary: &serde_json::Value) -> Result<(), Failure
         crate::client::print_json(summary)?;
     }
     Ok(())
-}
-
-/// Which auto-upgrading installs the promotion moved, and which wait (and for what).
-pub(crate) fn report_installs(promoted: &PromotedView) {
-    let moved = promoted
-        .installs
-        .iter()
-        .filter(|o| o.outcome == "upgraded")
-        .count();
-    let waiting: Vec<_> = promoted
-        .installs
-        .iter()
-        .filter(|o| o.outcome.starts_with("pending"))
-        .collect();
-    if moved + waiting.len() > 0 {
-        say!(
-            "      {moved} auto-upgrading install(s) moved, {} wait{}",
-            waiting.len(),
-            if waiting.is_empty() { "" } else { ":" }
-        );
-    }
-    for o in waiting {
-        let mut needs = Vec::new();
-        if !o.new_scopes.is_empty() {
-            needs.push(format!("consent to {}", o.new_scopes.join(", ")));
-        }
-        if !o.missing_settings.is_empty() {
-            needs.push(format!("values for {}", o.missing_settings.join(", ")));
-        }
-        say!(
-            "        tenant {} of {}: {} -> {}, waits for {}",
-            o.tenant,
-            o.organization,
-            o.from,
-            o.to,
-            needs.join(" and ")
-        );
-    }
 }
 
 /// How to try the version just deployed: the dev tenant's install, and a call to make.

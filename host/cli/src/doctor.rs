@@ -188,7 +188,7 @@ fn toolchain(project: &Path, lang: Lang) -> Outcome {
                 None => Outcome::Failed(format!(
                     "{} must be Python 3.10 or later with componentize-py: set up the project's environment with `{}`",
                     python.to_string_lossy(),
-                    crate::init::PYTHON_SETUP
+                    crate::lang::PYTHON_SETUP
                 )),
             }
         }
@@ -296,7 +296,7 @@ fn sdk(project: &Path, lang: Lang) -> Outcome {
                 None => Outcome::Failed(format!(
                     "{} cannot import atrium_sdk: set up the project's environment with `{}`",
                     python.to_string_lossy(),
-                    crate::init::PYTHON_SETUP
+                    crate::lang::PYTHON_SETUP
                 )),
             }
         }

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::client::Failure;
+use crate::lang::{PYTHON_SETUP, TYPESCRIPT_SETUP};
 
 /// `atrium init` arguments.
 #[derive(Debug, clap::Args)]
@@ -51,12 +52,6 @@ pub struct Args {
     #[arg(long)]
     no_install: bool,
 }
-
-/// How a Python project's environment is made (in the project's directory).
-pub const PYTHON_SETUP: &str =
-    "python3 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt";
-/// How a TypeScript project's environment is made.
-pub const TYPESCRIPT_SETUP: &str = "npm install";
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Lang {

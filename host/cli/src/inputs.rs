@@ -14,8 +14,8 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::build::Lang;
 use crate::client::Failure;
+use crate::lang::Lang;
 
 /// Top-level directories of a project that are not inputs of its component.
 const NOT_INPUTS: &[&str] = &[

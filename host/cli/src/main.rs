@@ -17,6 +17,7 @@ mod hoststore;
 mod init;
 mod inputs;
 mod keys;
+mod lang;
 mod lint;
 mod oauth;
 mod platform;

@@ -281,7 +281,7 @@ fn vendored(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 }
 
 fn vendor(dir: &Path) -> Result<String, String> {
-    use crate::build::Lang;
+    use crate::lang::Lang;
     let lang = Lang::of(dir);
     let (package, prefix, edits): (Package, &str, Vec<(&str, String, String)>) = match lang {
         Some(Lang::Python) => {
@@ -352,8 +352,8 @@ fn vendor(dir: &Path) -> Result<String, String> {
         }
     }
     let setup = match lang {
-        Some(Lang::Python) => crate::init::PYTHON_SETUP,
-        _ => crate::init::TYPESCRIPT_SETUP,
+        Some(Lang::Python) => crate::lang::PYTHON_SETUP,
+        _ => crate::lang::TYPESCRIPT_SETUP,
     };
     Ok(if unchanged {
         format!("vendor/{} is this atrium's SDK already", package.file_name)
