@@ -1,6 +1,6 @@
 //! The skills a host provides: the one list that the validator checks a heartbeat's `skill`
 //! and `tool` against (`atrium lint`, preflight, registration) and that the host runs them by
-//! (a heartbeat's pre-filter; its platform tool catalogue, `atrium_platform::serving::TOOLS`,
+//! (a heartbeat's pre-filter; its platform tool catalogue, `atrium_platform::composition::platform_tools`,
 //! holds exactly these tools, which a test of the platform checks).
 //!
 //! A heartbeat's pre-filter reads one of two sources:

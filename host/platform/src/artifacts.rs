@@ -316,12 +316,7 @@ impl Artifacts {
 mod tests {
     use super::*;
 
-    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::test_vars as vars;
 
     #[test]
     fn digests_are_sha256_in_lowercase_hex() {

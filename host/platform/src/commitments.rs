@@ -5,8 +5,9 @@
 
 use atrium_manifest::sandbox::{Capability, Decision, ToolRefusal};
 use atrium_runtime::{Commitment, ToolCallError};
-use atrium_store::{NewCommitment, Store, StoredCommitment};
+use atrium_store::{CommitmentStatus, NewCommitment, Store, StoredCommitment, TenantKey};
 
+use crate::Refusal;
 use crate::registry::Actor;
 
 /// `due_at` as ms since the epoch: an ISO-8601 time with an offset, as the sandbox rule
@@ -56,4 +57,36 @@ pub async fn add(
                 "the platform failed to store the commitment; try again",
             ))
         })
+}
+
+/// The status named `text` (the field `status` of a change or a filter), or the refusal that
+/// names the field.
+pub fn parse_status(text: &str) -> Result<CommitmentStatus, Refusal> {
+    CommitmentStatus::parse(text).ok_or_else(|| {
+        Refusal::invalid(
+            "status",
+            format!("status must be `open`, `done` or `dismissed`, not {text:?}"),
+        )
+    })
+}
+
+/// Marks commitment `id` of `tenant` with the status named `status` (`open`, `done` or
+/// `dismissed`), as user `user_id` decided: the stored commitment, or why not (a status that
+/// is none of these names `status`; a commitment the tenant does not have is not found).
+pub async fn set_status(
+    store: &Store,
+    tenant: &TenantKey,
+    id: &str,
+    status: &str,
+    user_id: &str,
+) -> Result<StoredCommitment, Refusal> {
+    let status = parse_status(status)?;
+    if store.commitment(tenant, id).await?.is_none() {
+        return Err(Refusal::not_found(format!(
+            "this tenant has no commitment `{id}`"
+        )));
+    }
+    Ok(store
+        .set_commitment_status(tenant, id, status, user_id)
+        .await?)
 }

@@ -17,16 +17,18 @@
 //! `serving` (each module's own); a capability with state of its own gets its field.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use atrium_jobs::Job;
 
 use crate::heartbeats::{HeartbeatsConfig, Scheduler};
 use crate::identity::Identity;
 use crate::registry::Registry;
-use crate::rooms::RoomsConfig;
+use crate::registry::declared::InstallHooks;
+use crate::room_streams::RoomsConfig;
 use crate::services::{Services, ServicesConfig};
 use crate::serving::Serving;
+use crate::tools::{Catalogue, PlatformTool};
 
 /// How much of the machine's cores one tenant's calls may use together (default a quarter of
 /// the cores; `off` for no cap beyond each install's `cpu_cores`).
@@ -136,9 +138,38 @@ pub struct PlatformParts {
     pub host: String,
 }
 
+/// What the capabilities do when an install lands on a version (`registry::declared`): one
+/// line per capability that keeps something for an install.
+const INSTALL_HOOKS: InstallHooks = &[
+    &crate::heartbeats::FollowVersion,
+    &crate::visions::FollowVersion,
+    &crate::wires::FollowVersion,
+];
+
+/// The platform tools (`tools`): one line per capability that offers tools, each list its
+/// module's own.
+#[must_use]
+pub fn platform_tools() -> Catalogue {
+    static TOOLS: LazyLock<Vec<PlatformTool>> = LazyLock::new(|| {
+        let mut all = [
+            crate::chat::TOOLS,
+            crate::knowledge::TOOLS,
+            crate::memory::TOOLS,
+            crate::records::TOOLS,
+            crate::rooms::TOOLS,
+        ]
+        .concat();
+        all.sort_by_key(|t| t.name);
+        all
+    });
+    Catalogue::new(&TOOLS)
+}
+
 impl PlatformParts {
-    /// Parts from a registry and an identity made by the caller, `config` for the rest.
+    /// Parts from a registry and an identity made by the caller, `config` for the rest; the
+    /// registry gets the capabilities' hooks.
     pub fn new(registry: Registry, identity: Identity, config: PlatformConfig) -> PlatformParts {
+        registry.set_install_hooks(INSTALL_HOOKS);
         PlatformParts {
             registry,
             identity: Arc::new(identity),
@@ -249,8 +280,14 @@ impl Platform {
             retrieval: shared.retrieval,
             gateway: shared.gateway,
             metering: shared.metering,
+            tools: platform_tools(),
         });
-        let serving = Serving::with_rooms(services, config.loaded_versions, config.rooms.clone());
+        let serving = Serving::with_rooms(
+            services,
+            config.loaded_versions,
+            config.rooms.clone(),
+            crate::install_platform::for_install,
+        );
         let heartbeats = Scheduler::new(serving.clone(), config.heartbeats.clone(), host);
         Platform {
             registry,
@@ -292,7 +329,9 @@ impl Platform {
     pub fn jobs(&self) -> Vec<Box<dyn Job>> {
         vec![
             Box::new(crate::serving::Schedules(self.serving.clone())),
-            Box::new(crate::rooms::RoomListener(self.serving.rooms().clone())),
+            Box::new(crate::room_streams::RoomListener(
+                self.serving.rooms().clone(),
+            )),
             Box::new(crate::heartbeats::Heartbeats(self.heartbeats.clone())),
         ]
     }
@@ -308,12 +347,7 @@ impl Platform {
 mod tests {
     use super::*;
 
-    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::test_vars as vars;
 
     #[test]
     fn the_tenant_cpu_cap_is_a_number_of_cores_or_off() {

@@ -67,6 +67,38 @@ fn message(
     }
 }
 
+/// The longest channel name and title of a conversation, in characters.
+pub const MAX_LABEL_CHARS: usize = 200;
+
+/// `value` of field `field` when it is a label: 1 to [`MAX_LABEL_CHARS`] characters, not blank.
+fn label(field: &'static str, value: Option<String>) -> Result<Option<String>, crate::Refusal> {
+    match value {
+        Some(v) if v.trim().is_empty() || v.chars().count() > MAX_LABEL_CHARS => {
+            Err(crate::Refusal::invalid(
+                field,
+                format!("{field} must be 1 to {MAX_LABEL_CHARS} characters, not blank"),
+            ))
+        }
+        other => Ok(other),
+    }
+}
+
+/// Starts a conversation of user `user_id` of `tenant` on `channel` (default `web`), titled
+/// `title` if given: the stored conversation, or the field that breaks its rule.
+pub async fn start(
+    store: &Store,
+    tenant: &TenantKey,
+    user_id: &str,
+    channel: Option<String>,
+    title: Option<String>,
+) -> Result<Conversation, crate::Refusal> {
+    let channel = label("channel", channel)?.unwrap_or_else(|| "web".to_owned());
+    let title = label("title", title)?;
+    Ok(store
+        .create_conversation(tenant, user_id, &channel, title.as_deref())
+        .await?)
+}
+
 /// What an agent reads of a conversation before its turn: the last [`HISTORY_MESSAGES`]
 /// messages of the kinds `asked` (what the agent is asked: `user`, and `heartbeat` for a
 /// heartbeat's thread) and `assistant` (the answers), as `user` and `assistant` messages.
@@ -290,7 +322,7 @@ pub async fn turn(
     run.workflow = choice.workflow.clone();
     run.channel = Some(conversation.channel.clone());
     run.events = events.is_some().then_some(runs);
-    let outcome = serving.run_agent(run).await;
+    let outcome = crate::runner::Runner::of(serving).run_agent(run).await;
     if let Some(forward) = forward {
         // The run's sender is gone with the run: the forwarder ends once it has passed on all.
         let _ = forward.await;

@@ -42,18 +42,26 @@ pub mod artifacts;
 pub mod audit;
 pub mod calls;
 mod cancel;
+mod chat;
 pub mod commitments;
 pub mod composition;
 pub mod conversations;
+pub mod fields;
 pub mod files;
+mod gateway;
 pub mod grants;
 pub mod heartbeats;
 pub mod identity;
+pub mod install_platform;
 mod keyfile;
+mod knowledge;
 pub mod llm_roles;
+mod memory;
 pub mod orchestrator;
+mod records;
 pub mod refusal;
 pub mod registry;
+pub mod room_streams;
 pub mod rooms;
 pub mod runner;
 pub mod scopes;
@@ -61,8 +69,18 @@ pub mod sealing;
 pub mod services;
 pub mod serving;
 pub mod tenant_settings;
+pub mod tools;
 pub mod visions;
 pub mod wires;
+
+/// `pairs` as the environment's variables are given to the configurations' `from_env`.
+#[cfg(test)]
+pub(crate) fn test_vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
 
 /// The whole number that variable `name` of `vars` (the environment, as pairs) sets, if any,
 /// within `range`; a value that is not one, or out of range, is an error naming the variable.

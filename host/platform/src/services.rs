@@ -2,12 +2,10 @@
 //! needs (the registry and its store, managed retrieval, the chat gateway and its metering), and
 //! one function per capability that enforces its rules.
 //!
-//! Every caller of a capability goes through these functions: [`crate::serving::InstallPlatform`]
-//! (a component's imports; each of its methods is one call here), and the container shim's
-//! callback endpoints to come. So a rule is enforced once, for components and containers
-//! alike. A capability that the next issues add (grants, events, rooms, agents, heartbeats,
-//! containers) adds its state to [`ServicesConfig`] and its functions here or in a module of
-//! its own.
+//! Every caller of a platform tool goes through [`Services::call_tool`]: a component's
+//! `tools.call` ([`crate::install_platform::InstallPlatform`]), the agent runner's tool calls and a
+//! heartbeat's pre-filter. The tools themselves are registered by the capabilities that own
+//! them, listed by the composition (`composition::platform_tools`).
 
 use std::sync::Arc;
 
@@ -15,7 +13,10 @@ use atrium_runtime::ToolCallError;
 use serde_json::Value;
 
 use crate::registry::{Actor, Registry};
-use crate::serving::tools::{self, Chat, Knowledge};
+use atrium_manifest::sandbox::{Decision, ToolRefusal};
+
+use crate::gateway::Chat;
+use crate::tools::{Catalogue, Knowledge, PlatformTool, ToolContext};
 
 /// What the services are built from.
 #[derive(Clone)]
@@ -28,6 +29,8 @@ pub struct ServicesConfig {
     pub gateway: Option<Arc<atrium_inference::Gateway>>,
     /// The metering writer that bills `chat.complete` to the install's tenant.
     pub metering: Option<atrium_store::Metering>,
+    /// The platform tools (`composition::platform_tools`).
+    pub tools: Catalogue,
 }
 
 /// The platform's services; cloning shares them.
@@ -40,6 +43,7 @@ struct Inner {
     registry: Registry,
     retrieval: Option<Arc<atrium_retrieval::Retrieval>>,
     chat: Option<Chat>,
+    tools: Catalogue,
 }
 
 impl std::fmt::Debug for Services {
@@ -65,6 +69,7 @@ impl Services {
                 registry: config.registry,
                 retrieval: config.retrieval,
                 chat,
+                tools: config.tools,
             }),
         }
     }
@@ -80,39 +85,52 @@ impl Services {
         self.inner.chat.as_ref()
     }
 
+    /// The platform tools.
+    #[must_use]
+    pub fn tools(&self) -> Catalogue {
+        self.inner.tools
+    }
+
+    /// The platform tool named `name`.
+    #[must_use]
+    pub fn tool(&self, name: &str) -> Option<&'static PlatformTool> {
+        self.inner.tools.find(name)
+    }
+
     /// Managed retrieval, when the host has it.
     #[must_use]
     pub fn retrieval(&self) -> Option<&Arc<atrium_retrieval::Retrieval>> {
         self.inner.retrieval.as_ref()
     }
 
-    /// `tools.call`: a platform tool (records, knowledge, chat) for `app_slug`'s install of
-    /// `tenant`, its scopes already checked; `knowledge` is the install's slot bindings.
+    /// `tools.call`: the platform tool `tool` (of [`Services::tools`]) for `app_slug`'s install
+    /// of `tenant`, its scopes already checked; `knowledge` is the install's slot bindings and
+    /// agents.
     pub async fn call_tool(
         &self,
         tenant: &Actor,
         app_slug: &str,
         knowledge: &Knowledge,
         tool: &str,
-        args: &Value,
+        args: Value,
     ) -> Result<Value, ToolCallError> {
-        if tool.starts_with("knowledge.") {
-            let retrieval = self.inner.retrieval.as_ref();
-            return tools::knowledge(retrieval, knowledge, tenant, tool, args).await;
-        }
-        if tool == "chat.complete" {
-            let chat = self.inner.chat.as_ref();
-            return tools::chat(chat, tenant, app_slug, tool, args).await;
-        }
-        let install = tenant.install(app_slug);
-        if tool == "rooms.messages" {
-            return tools::room_messages(self.inner.registry.store(), &install, tool, args).await;
-        }
-        if tool.starts_with("memory.") {
-            let store = self.inner.registry.store();
-            return tools::memory(store, &install, &knowledge.agents, tool, args).await;
-        }
-        tools::records(self.inner.registry.store(), &install, tool, args).await
+        let Some(found) = self.tool(tool) else {
+            return Err(ToolRefusal::new(
+                tool,
+                Decision::UnknownTool,
+                format!("the platform has no tool `{tool}`"),
+            )
+            .into());
+        };
+        let cx = ToolContext {
+            store: self.inner.registry.store(),
+            retrieval: self.inner.retrieval.as_ref(),
+            chat: self.inner.chat.as_ref(),
+            tenant,
+            app_slug,
+            knowledge,
+        };
+        found.call(&cx, args).await
     }
 
     /// `commitments.add`: stores the commitment (already checked by the sandbox rule) of

@@ -24,7 +24,6 @@ use atrium_manifest::{AutonomyMode, Manifest, Vision as Declared};
 use atrium_store::{InstallKey, NewVisionPhase, TenantKey, Vision, VisionStep};
 use jiff::Timestamp;
 
-use crate::heartbeats::HeartbeatsConfig;
 use crate::registry::{Actor, RegistryError};
 use crate::runner::AgentRun;
 use crate::serving::{ServeError, Serving};
@@ -37,6 +36,15 @@ pub const RETRY_PAUSE: Duration = Duration::from_secs(5 * 60);
 pub const COMPLETE_MARKER: &str = "VISION_COMPLETE";
 /// The most visions one tick advances.
 const DUE_PER_TICK: i64 = 100;
+
+/// How the visions' phases are run: the heartbeats job runs them, with its own settings.
+#[derive(Debug, Clone, Copy)]
+pub struct VisionTiming {
+    /// When a claimed phase still running counts as lost (its host stopped).
+    pub lost_after: Duration,
+    /// The time between a vision's cycles ([`DEFAULT_CYCLE_PAUSE`]).
+    pub cycle_pause: Duration,
+}
 /// The longest earlier output quoted to a phase, in characters.
 const MAX_QUOTED_CHARS: usize = 6_000;
 
@@ -92,6 +100,26 @@ pub async fn create_at_activation(
         created.push(vision);
     }
     Ok(created)
+}
+
+/// The visions follow an install's version (`registry::declared`): created for the agents
+/// that declare one, stopped for those that no longer do.
+pub(crate) struct FollowVersion;
+
+#[async_trait::async_trait]
+impl crate::registry::declared::InstallHook for FollowVersion {
+    async fn landed(
+        &self,
+        registry: &crate::registry::Registry,
+        install: &atrium_store::Install,
+        manifest: &Manifest,
+    ) -> crate::registry::Result<()> {
+        let store = registry.store();
+        let key = install.key();
+        create_at_activation(store, &key, manifest, &install.settings).await?;
+        retire_undeclared(store, &key, manifest).await?;
+        Ok(())
+    }
 }
 
 /// Why a vision stopped when its install's version no longer declares it.
@@ -220,7 +248,7 @@ fn after(
 /// Runs the visions' phases due at `now`; answers how many ran.
 pub async fn run_due(
     serving: &Serving,
-    config: &HeartbeatsConfig,
+    timing: VisionTiming,
     now: Timestamp,
 ) -> Result<usize, ServeError> {
     let store = serving.registry().store();
@@ -231,15 +259,15 @@ pub async fn run_due(
         let Some(due) = vision.next_action_at else {
             continue;
         };
-        let lease = now_ms.saturating_add(millis(config.lost_after));
+        let lease = now_ms.saturating_add(millis(timing.lost_after));
         if !store.claim_vision(&tenant, &vision.id, due, lease).await? {
             continue;
         }
         // A claimed phase runs to its end (its cost added, its step stored), whatever becomes
         // of the tick that claimed it.
-        let (serving, config) = (serving.clone(), config.clone());
+        let serving = serving.clone();
         crate::cancel::to_the_end(async move {
-            if let Err(e) = phase(&serving, &config, &install, &vision, now).await {
+            if let Err(e) = phase(&serving, timing, &install, &vision, now).await {
                 tracing::warn!(install = %install, vision = %vision.id, error = %e, "a vision phase could not run");
             }
         })
@@ -272,7 +300,7 @@ fn stop<'a>(vision: &Vision, phase: &'a str, reason: &'a str) -> VisionStep<'a> 
 /// Runs the current phase of `vision` (claimed) and moves it on.
 async fn phase(
     serving: &Serving,
-    config: &HeartbeatsConfig,
+    timing: VisionTiming,
     install: &InstallKey,
     vision: &Vision,
     now: Timestamp,
@@ -322,7 +350,7 @@ async fn phase(
         cost_micros: cost,
         decided_by: None,
     };
-    match serving.run_agent(run).await {
+    match crate::runner::Runner::of(serving).run_agent(run).await {
         Ok(reply) => {
             let cost = reply.usage.cost_micros;
             let (state, next_phase, cycle, goals, delay) = after(
@@ -330,7 +358,7 @@ async fn phase(
                 declared.autonomy_mode,
                 vision.cycle,
                 &reply.content,
-                config.vision_cycle_pause,
+                timing.cycle_pause,
             );
             let mut step = VisionStep {
                 record: record("ok", &reply.content, cost),

@@ -240,6 +240,29 @@ pub async fn revoke(serving: &Serving, tenant: &Actor, id: &str) -> Result<Wire,
         .ok_or_else(|| Refusal::not_found(format!("no wire `{id}`")))
 }
 
+/// The event wires follow an install's version (`registry::declared`): those it declares are
+/// proposed while the install is active (an inactive one receives nothing), those it no
+/// longer declares revoked either way. Failures are logged: the install does not depend on
+/// its wires.
+pub(crate) struct FollowVersion;
+
+#[async_trait::async_trait]
+impl crate::registry::declared::InstallHook for FollowVersion {
+    async fn landed(
+        &self,
+        registry: &Registry,
+        install: &atrium_store::Install,
+        manifest: &Manifest,
+    ) -> crate::registry::Result<()> {
+        let tenant = install.tenant();
+        if install.status == atrium_store::InstallStatus::Active {
+            propose_declared(registry, &tenant, &install.app_slug, manifest).await;
+        }
+        retire_undeclared(registry, &tenant, &install.app_slug, manifest).await;
+        Ok(())
+    }
+}
+
 /// Proposes, after `app` landed on the version of `manifest` (activated or upgraded), the
 /// wires its declarations and the tenant's other active installs make possible: each
 /// subscription of `app` to an installed emitter that declares the event, and each

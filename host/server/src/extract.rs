@@ -211,49 +211,17 @@ pub(crate) fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiEr
     Ok(value)
 }
 
-/// The 400 of a body that does not parse: malformed JSON, or a field that breaks its type.
+/// The 400 of a body that does not parse: malformed JSON, or a field that breaks its type
+/// (named as `atrium_platform::fields` names it).
 fn refusal(e: &serde_path_to_error::Error<serde_json::Error>) -> ApiError {
-    let inner = e.inner();
-    if inner.is_syntax() || inner.is_eof() {
-        return ApiError::invalid_json(format!("the body is not valid JSON: {inner}"));
+    let named = atrium_platform::fields::named(e);
+    if named.syntax {
+        return ApiError::invalid_json(format!("the body is not valid JSON: {}", named.message));
     }
-    let mut path = field_path(e.path());
-    // A missing field is named in the message, at the path of its object (an unknown one is
-    // on the path already).
-    let text = inner.to_string();
-    if let Some(rest) = text.strip_prefix("missing field `")
-        && let Some((name, _)) = rest.split_once('`')
-    {
-        path = Some(match path {
-            Some(parent) => format!("{parent}.{name}"),
-            None => name.to_owned(),
-        });
-    }
-    let message = match &path {
-        Some(path) => format!("invalid request body: `{path}`: {inner}"),
-        None => format!("invalid request body: {inner}"),
-    };
-    ApiError::bad_request(message, path.as_deref())
-}
-
-/// A path as `param` shows it: `roles.fast.tier`, `members[0].key`; none for the body itself.
-fn field_path(path: &serde_path_to_error::Path) -> Option<String> {
-    use serde_path_to_error::Segment;
-    let mut shown = String::new();
-    for segment in path {
-        match segment {
-            Segment::Seq { index } => shown.push_str(&format!("[{index}]")),
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                if !shown.is_empty() {
-                    shown.push('.');
-                }
-                shown.push_str(key);
-            }
-            // A segment serde cannot name (a flattened or untagged part): the path so far.
-            Segment::Unknown => break,
-        }
-    }
-    (!shown.is_empty()).then_some(shown)
+    ApiError::bad_request(
+        format!("invalid request body: {}", named.sentence()),
+        named.path.as_deref(),
+    )
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod dev;
 mod developer;
 mod docs;
 mod keys;
+mod layers;
 mod lint;
 mod outage;
 mod registry;

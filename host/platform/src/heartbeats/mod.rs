@@ -123,6 +123,50 @@ fn schedule_key(heartbeat: &Heartbeat) -> String {
     }
 }
 
+/// Sets heartbeat `feed_id` of `tenant` `active` (its failures reset) or `disabled`, as the
+/// tenant's admin asked: the row, or why not (a heartbeat the tenant does not have is not
+/// found; a retired one, which the installed version no longer declares, is a conflict).
+pub async fn set_state(
+    store: &atrium_store::Store,
+    tenant: &atrium_store::TenantKey,
+    feed_id: &str,
+    enabled: bool,
+) -> Result<atrium_store::HeartbeatRow, crate::Refusal> {
+    let Some((_, row)) = store.heartbeat_by_id(tenant, feed_id).await? else {
+        return Err(crate::Refusal::not_found(format!(
+            "this tenant has no heartbeat `{feed_id}`"
+        )));
+    };
+    if row.state == "retired" {
+        return Err(crate::Refusal::conflict(
+            "heartbeat_retired",
+            format!(
+                "heartbeat `{feed_id}` ({}/{}) is retired: the installed version no longer declares it",
+                row.agent, row.slug
+            ),
+        ));
+    }
+    let to = if enabled { "active" } else { "disabled" };
+    store
+        .set_heartbeat_state(tenant, feed_id, to)
+        .await?
+        .ok_or_else(|| crate::Refusal::not_found(format!("heartbeat `{feed_id}` vanished")))
+}
+
+/// The heartbeat rows follow an install's version in its transaction (`registry::declared`).
+pub(crate) struct FollowVersion;
+
+impl crate::registry::declared::InstallHook for FollowVersion {
+    fn rows(
+        &self,
+        install: &InstallKey,
+        manifest: &Manifest,
+        rows: &mut crate::registry::declared::DeclaredRows,
+    ) {
+        rows.heartbeats.extend(declared(install, manifest));
+    }
+}
+
 /// The heartbeats `manifest`'s agents declare, as the rows of `install` sync to.
 #[must_use]
 pub fn declared(install: &InstallKey, manifest: &Manifest) -> Vec<HeartbeatDecl> {
@@ -360,7 +404,11 @@ impl Scheduler {
                 Err(e) => tracing::error!(error = %e, "a heartbeat run panicked"),
             }
         }
-        report.vision_phases = crate::visions::run_due(&self.serving, &self.config, now).await?;
+        let timing = crate::visions::VisionTiming {
+            lost_after: self.config.lost_after,
+            cycle_pause: self.config.vision_cycle_pause,
+        };
+        report.vision_phases = crate::visions::run_due(&self.serving, timing, now).await?;
         Ok(report)
     }
 
@@ -552,12 +600,7 @@ pub fn describe(schedule: &HeartbeatSchedule) -> String {
 mod tests {
     use super::*;
 
-    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::test_vars as vars;
 
     #[test]
     fn the_environment_configures_the_scheduler_and_names_a_bad_variable() {

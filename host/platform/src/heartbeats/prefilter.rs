@@ -7,7 +7,7 @@
 //!   the agent is the heartbeat's own.
 //! - Any other skill names a platform tool `<skill>.<tool>` called with `params`, one of
 //!   [`atrium_manifest::skills::PLATFORM_TOOLS`] (the list the validator holds heartbeats to):
-//!   it must be LOW-risk ([`crate::serving::PlatformTool::risk`]) and the install must hold its
+//!   it must be LOW-risk ([`crate::tools::PlatformTool::risk`]) and the install must hold its
 //!   scopes, otherwise the run fails with that reason.
 //!
 //! What counts as found: the items of an array answer; of an object answer, the items of its
@@ -20,7 +20,8 @@ use serde_json::Value;
 
 use crate::registry::Actor;
 use crate::scopes::Risk;
-use crate::serving::{Serving, TOOLS, knowledge_of, tools};
+use crate::serving::{Serving, knowledge_of};
+use crate::tools::Knowledge;
 
 /// The sentinel that queries the app's records.
 pub const APP_RECORDS: &str = "_internal_app_records";
@@ -76,8 +77,8 @@ pub(super) async fn run(
     agent: &str,
     heartbeat: &Heartbeat,
 ) -> Result<Found, String> {
-    let store = serving.registry().store();
     let params = Value::Object(heartbeat.params.clone());
+    let services = serving.services();
     let context = match heartbeat.skill.as_str() {
         APP_RECORDS => {
             if !params.get("record_type").is_some_and(Value::is_string) {
@@ -85,24 +86,36 @@ pub(super) async fn run(
                     "the pre-filter `{APP_RECORDS}` needs `params.record_type` (a string)"
                 ));
             }
-            tools::records(store, &install.key(), "records.query", &params)
+            let knowledge = Knowledge::default();
+            services
+                .call_tool(
+                    tenant,
+                    &install.app_slug,
+                    &knowledge,
+                    "records.query",
+                    params,
+                )
                 .await
                 .map_err(|e| format!("the pre-filter `{APP_RECORDS}` failed: {e}"))?
         }
         AGENT_MEMORY => {
             // The memory tool's own query, for the heartbeat's agent whatever the params say.
-            let mut args = heartbeat.params.clone();
+            let mut args = serde_json::Map::new();
+            for field in ["kind", "limit"] {
+                if let Some(value) = heartbeat.params.get(field) {
+                    args.insert(field.into(), value.clone());
+                }
+            }
             args.insert("agent".into(), Value::String(agent.to_owned()));
-            let agents = [agent.to_owned()];
-            tools::memory(
-                store,
-                &install.key(),
-                &agents,
-                "memory.query",
-                &Value::Object(args),
-            )
-            .await
-            .map_err(|e| format!("the pre-filter `{AGENT_MEMORY}` failed: {e}"))?
+            let knowledge = Knowledge {
+                agents: vec![agent.to_owned()],
+                ..Knowledge::default()
+            };
+            let args = Value::Object(args);
+            services
+                .call_tool(tenant, &install.app_slug, &knowledge, "memory.query", args)
+                .await
+                .map_err(|e| format!("the pre-filter `{AGENT_MEMORY}` failed: {e}"))?
         }
         skill => {
             // The skills the validator accepts are the ones run here: one list
@@ -114,7 +127,7 @@ pub(super) async fn run(
                     .unwrap_or_else(|| format!("`{skill}` is not a platform skill"));
                 return Err(format!("the pre-filter cannot run: {why}"));
             };
-            let Some(tool) = TOOLS.iter().find(|t| t.name == name) else {
+            let Some(tool) = services.tool(name) else {
                 return Err(format!(
                     "the pre-filter skill tool `{name}` has no implementation on this host"
                 ));
@@ -146,7 +159,7 @@ pub(super) async fn run(
                     &install.app_slug,
                     &knowledge_of(install, &manifest),
                     name,
-                    &params,
+                    params,
                 )
                 .await
                 .map_err(|e| format!("the pre-filter `{name}` failed: {e}"))?
@@ -187,7 +200,11 @@ mod tests {
     /// heartbeat's skill and tool to.
     #[test]
     fn the_catalogue_is_the_list_the_validator_checks() {
-        let mut catalogue: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        let mut catalogue: Vec<&str> = crate::composition::platform_tools()
+            .all()
+            .iter()
+            .map(|t| t.name)
+            .collect();
         catalogue.sort_unstable();
         assert_eq!(catalogue, skills::PLATFORM_TOOLS);
     }
@@ -217,7 +234,7 @@ mod tests {
                     let name = skills::platform_tool(&h.skill, &h.tool).unwrap_or_else(|| {
                         panic!("{at}: `{}.{}` is not provided", h.skill, h.tool)
                     });
-                    let tool = TOOLS.iter().find(|t| t.name == name).unwrap();
+                    let tool = crate::composition::platform_tools().find(name).unwrap();
                     assert_eq!(tool.risk, Risk::Low, "{at}: {name}");
                     for scope in tool.scopes {
                         assert!(

@@ -366,7 +366,7 @@ async fn attempt(
                 .await
                 .map_err(|e| fail(format!("the platform failed to read the history: {e}"), 0))?;
     }
-    let answer = serving
+    let answer = crate::runner::Runner::of(serving)
         .run_agent(run)
         .await
         .map_err(|e| fail(format!("the agent did not answer: {}", e.reason), 0))?;

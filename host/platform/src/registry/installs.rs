@@ -223,7 +223,7 @@ impl Registry {
             .collect();
         let templates = templates_of(stored.templates.as_deref())?;
         let key = tenant.install(app_slug);
-        let heartbeats = crate::heartbeats::declared(&key, &manifest);
+        let declared = self.declared_rows(&key, &manifest);
         let (install, first) = store
             .activate(&Activation {
                 install: &tenant.install(app_slug),
@@ -236,7 +236,7 @@ impl Registry {
                 activated_by: tenant.user_id.as_deref(),
                 grants: &grants,
                 templates: &templates,
-                heartbeats: &heartbeats,
+                heartbeats: &declared.heartbeats,
             })
             .await?;
         self.follow_declarations(&install, &manifest).await?;

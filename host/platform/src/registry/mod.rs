@@ -9,7 +9,7 @@
 
 mod agents;
 mod bundle;
-mod declared;
+pub(crate) mod declared;
 mod errors;
 mod installs;
 mod integrations;
@@ -137,6 +137,8 @@ struct Inner {
     /// Parsed manifests by (app, version): a version is immutable, so an entry never goes
     /// stale; the cache starts over when full.
     manifests: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Manifest>>>,
+    /// What the capabilities do when an install lands on a version, given by the composition.
+    hooks: std::sync::OnceLock<declared::InstallHooks>,
 }
 
 /// The most parsed manifests kept.
@@ -183,6 +185,7 @@ impl Registry {
                 secrets,
                 bundles_dir,
                 manifests: std::sync::Mutex::default(),
+                hooks: std::sync::OnceLock::new(),
             }),
         }
     }

@@ -561,7 +561,7 @@ impl Registry {
                 version,
                 &manifest.required_scopes,
                 &settings,
-                &crate::heartbeats::declared(&install.key(), manifest),
+                &self.declared_rows(&install.key(), manifest).heartbeats,
             )
             .await?;
         // What activation carries besides the install, by the same code: the visions and event

@@ -7,20 +7,19 @@
 //! (members per room, configurable per tenant; 20,000 characters per message) and the six
 //! routing rules ([`post`]). A user's post (`POST /api/agent-rooms/{id}/messages`), a
 //! component's `rooms.post` and a container's `POST /api/mcp/rooms-post` all end in
-//! [`Serving::post_message`]. The stream's side is [`hub`]; the PostgreSQL listener that
+//! [`Rooms::post_message`]. The stream's side is [`hub`]; the PostgreSQL listener that
 //! carries posts between hosts is [`RoomListener`].
 
-pub mod hub;
-mod listen;
 pub(crate) mod post;
-
-use std::time::Duration;
+mod tools;
 
 use atrium_store::{MemberAdded, MemberKind, NewRoomMember, Room, TenantKey};
 
-pub use hub::{Delivery, HubStats, Next, RoomHub, Subscription};
-pub use listen::RoomListener;
+pub use crate::room_streams::{
+    Delivery, HubStats, Next, RoomHub, RoomListener, RoomsConfig, Subscription, hub,
+};
 pub use post::{MessageSender, PostedMessage, check_content, iso_micros, runtime_message};
+pub(crate) use tools::TOOLS;
 
 use crate::Refusal;
 use crate::registry::Actor;
@@ -32,54 +31,6 @@ pub const DEFAULT_MEMBER_LIMIT: i64 = 50;
 pub const MAX_MEMBER_LIMIT: i64 = 1_000;
 /// The longest room name, in characters.
 pub const MAX_ROOM_NAME_CHARS: usize = 200;
-
-/// How rooms behave on a host.
-#[derive(Debug, Clone)]
-pub struct RoomsConfig {
-    /// How often an idle stream sends `: keepalive` (15 s; shorter in tests).
-    pub keepalive: Duration,
-    /// How many messages wait for one slow stream before it reads the rest from the
-    /// timeline.
-    pub buffer: usize,
-    /// Whether a post notifies the other hosts (PostgreSQL `NOTIFY`); off only to measure
-    /// what notifying costs.
-    pub notify: bool,
-}
-
-impl Default for RoomsConfig {
-    fn default() -> Self {
-        RoomsConfig {
-            keepalive: Duration::from_secs(15),
-            buffer: 256,
-            notify: true,
-        }
-    }
-}
-
-impl RoomsConfig {
-    /// The defaults with the operator's variables applied (`ATRIUM_ROOM_KEEPALIVE_MS`, 100 to
-    /// 3,600,000; `ATRIUM_ROOM_BUFFER`, 1 to 65,536 messages; `ATRIUM_ROOM_NOTIFY`, `0` or
-    /// `1`); an error names the variable.
-    pub fn from_env(vars: &[(String, String)]) -> Result<RoomsConfig, String> {
-        let var = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim());
-        let number = |name: &str, range| crate::env_number(vars, name, range);
-        let mut config = RoomsConfig::default();
-        if let Some(ms) = number("ATRIUM_ROOM_KEEPALIVE_MS", 100..=3_600_000)? {
-            config.keepalive = Duration::from_millis(ms);
-        }
-        if let Some(n) = number("ATRIUM_ROOM_BUFFER", 1..=65_536)? {
-            config.buffer = usize::try_from(n).unwrap_or(config.buffer);
-        }
-        match var("ATRIUM_ROOM_NOTIFY") {
-            None | Some("1") => {}
-            Some("0") => config.notify = false,
-            Some(other) => {
-                return Err(format!("ATRIUM_ROOM_NOTIFY must be 0 or 1, got `{other}`"));
-            }
-        }
-        Ok(config)
-    }
-}
 
 /// Who acts on a room.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,10 +127,27 @@ fn check_name(name: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
-impl Serving {
+/// Group rooms over the serving core: membership, posting and mention routing, the one path
+/// of every caller (an HTTP handler, a component's `rooms.post`, `/api/mcp/rooms-post`).
+/// Cheap to make: it shares the core it is made of.
+#[derive(Debug, Clone)]
+pub struct Rooms {
+    serving: Serving,
+}
+
+impl Rooms {
+    /// The rooms of the host `serving` serves.
+    #[must_use]
+    pub fn of(serving: &Serving) -> Rooms {
+        Rooms {
+            serving: serving.clone(),
+        }
+    }
+
     /// The tenant's limit of members per room.
     pub async fn room_member_limit(&self, tenant: &TenantKey) -> Result<i64, Refusal> {
         Ok(self
+            .serving
             .registry()
             .store()
             .tenant_settings(tenant)
@@ -204,18 +172,24 @@ impl Serving {
         };
         let display_name = match &kind {
             MemberKind::User { user_id } => self
+                .serving
                 .registry()
                 .store()
                 .tenant_user_name(tenant, user_id)
                 .await?
                 .ok_or_else(|| unknown(format!("`{key}`: the tenant has no user `{user_id}`")))?,
             MemberKind::Agent { app_id, agent_slug } => {
-                let install = self.active_install(tenant, app_id).await.map_err(|_| {
-                    unknown(format!(
-                        "`{key}`: the tenant has no active install of `{app_id}`"
-                    ))
-                })?;
+                let install = self
+                    .serving
+                    .active_install(tenant, app_id)
+                    .await
+                    .map_err(|_| {
+                        unknown(format!(
+                            "`{key}`: the tenant has no active install of `{app_id}`"
+                        ))
+                    })?;
                 let manifest = self
+                    .serving
                     .registry()
                     .manifest_of(app_id, &install.version)
                     .await
@@ -277,6 +251,7 @@ impl Serving {
             });
         }
         Ok(self
+            .serving
             .registry()
             .store()
             .create_room(tenant, name, &creator.key(), &members)
@@ -292,6 +267,7 @@ impl Serving {
         id: &str,
     ) -> Result<Room, Refusal> {
         let room = self
+            .serving
             .registry()
             .store()
             .room(tenant, id)
@@ -319,7 +295,7 @@ impl Serving {
         self.room_for(tenant, who, id).await?;
         let member = self.resolve_member(tenant, "key", key).await?;
         let limit = self.room_member_limit(tenant).await?;
-        let store = self.registry().store();
+        let store = self.serving.registry().store();
         let added = match store
             .add_room_member(tenant, id, &member, &who.key(), limit)
             .await?
@@ -354,6 +330,7 @@ impl Serving {
         self.room_for(tenant, who, id).await?;
         parse_member_key("key", key)?;
         match self
+            .serving
             .registry()
             .store()
             .remove_room_member(tenant, id, key)
@@ -368,7 +345,7 @@ impl Serving {
             Some(true) => {
                 // This host's streams of the room check their reader now; the other hosts'
                 // hear of it by notification.
-                self.rooms().members_changed(id);
+                self.serving.rooms().members_changed(id);
                 self.room_for(tenant, &Participant::admin(), id).await
             }
         }
@@ -389,34 +366,6 @@ impl Participant {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_operator_configures_rooms_and_a_bad_variable_is_named() {
-        let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect()
-        };
-        let config = RoomsConfig::from_env(&vars(&[
-            ("ATRIUM_ROOM_KEEPALIVE_MS", "250"),
-            ("ATRIUM_ROOM_BUFFER", "8"),
-            ("ATRIUM_ROOM_NOTIFY", "0"),
-        ]))
-        .unwrap();
-        assert_eq!(config.keepalive, Duration::from_millis(250));
-        assert_eq!((config.buffer, config.notify), (8, false));
-        let defaults = RoomsConfig::from_env(&[]).unwrap();
-        assert_eq!(defaults.keepalive, Duration::from_secs(15));
-        for (name, value) in [
-            ("ATRIUM_ROOM_KEEPALIVE_MS", "10"),
-            ("ATRIUM_ROOM_BUFFER", "0"),
-            ("ATRIUM_ROOM_NOTIFY", "yes"),
-        ] {
-            let e = RoomsConfig::from_env(&vars(&[(name, value)])).unwrap_err();
-            assert!(e.contains(name), "{e}");
-        }
-    }
 
     #[test]
     fn member_keys_parse_or_name_what_is_wrong() {

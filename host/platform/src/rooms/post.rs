@@ -23,10 +23,9 @@ use atrium_runtime::{CallError, Caller, RoomPostRequest, SenderType, ToolCallErr
 use atrium_store::{InstallStatus, NewRoomMessage, Posted, RoomMessage};
 use serde_json::{Map, Value};
 
-use super::{not_member, unknown_room};
+use super::{Rooms, not_member, unknown_room};
 use crate::Refusal;
 use crate::registry::Actor;
-use crate::serving::Serving;
 
 /// Who posts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +111,7 @@ pub fn runtime_message(tenant_id: &str, m: &RoomMessage) -> atrium_runtime::Room
     }
 }
 
-impl Serving {
+impl Rooms {
     /// Posts `content` to room `room` of `tenant` as `sender`, on `chain` (the chain of the
     /// call that posts; a user's post is the first hop). The one path of every post.
     pub async fn post_message(
@@ -144,8 +143,9 @@ impl Serving {
             mentions: &mentions,
             metadata,
         };
-        let hub = self.rooms();
+        let hub = self.serving.rooms();
         let posted = self
+            .serving
             .registry()
             .store()
             .post_room_message(tenant, room, &new, now_micros(), hub.config().notify)
@@ -212,15 +212,16 @@ impl Serving {
             Ok(chain) => chain,
             Err(refusal) => return fail(&refusal.reason),
         };
-        let install = match self.active_install(tenant, app_slug).await {
+        let install = match self.serving.active_install(tenant, app_slug).await {
             Ok(install) => install,
             Err(e) => return fail(&e),
         };
-        let app = match self.app(app_slug, &install.version).await {
+        let app = match self.serving.app(app_slug, &install.version).await {
             Ok(app) => app,
             Err(e) => return fail(&e),
         };
         let mut inv = match self
+            .serving
             .invocation(tenant, &install, &app, Caller::Platform)
             .await
         {
@@ -255,6 +256,7 @@ impl Serving {
             ToolCallError::from(ToolRefusal::new(TOOL, decision, message))
         };
         let active = self
+            .serving
             .active_install(tenant, app_slug)
             .await
             .is_ok_and(|i| i.status == InstallStatus::Active);

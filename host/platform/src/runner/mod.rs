@@ -1,5 +1,5 @@
 //! The agent runner: one agent of an active install, run as a tool-using model loop through
-//! the host's own gateway. Every caller goes through [`Serving::run_agent`]: `agent.ask` and
+//! the host's own gateway. Every caller goes through [`Runner::run_agent`]: `agent.ask` and
 //! `team.delegate` from a component, the model's own `team-delegate` tool, and the
 //! conversations, cross-app invokes and heartbeats built on it.
 //!
@@ -23,6 +23,7 @@
 pub mod offered;
 mod prompt;
 mod step;
+pub mod team;
 
 use std::time::Duration;
 
@@ -401,7 +402,23 @@ fn call_refusal(error: &CallError) -> Value {
     answer
 }
 
-impl Serving {
+/// The agent runner over the serving core: every agent run, whoever asks for it (`agent.ask`,
+/// a delegation, a cross-app call, a conversation, a heartbeat, a vision's phase). Cheap to
+/// make: it shares the core it is made of.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    serving: Serving,
+}
+
+impl Runner {
+    /// The runner of the host `serving` serves.
+    #[must_use]
+    pub fn of(serving: &Serving) -> Runner {
+        Runner {
+            serving: serving.clone(),
+        }
+    }
+
     /// Runs an agent: the model loop of the module's docs. Nested delegations (the model's
     /// `team-delegate`) run through here again with the chain carried.
     pub async fn run_agent(&self, run: AgentRun) -> Result<AgentReply, RunError> {
@@ -414,17 +431,25 @@ impl Serving {
     }
 
     async fn prepare(&self, run: &AgentRun) -> Result<Prepared, RunError> {
-        let store = self.registry().store();
+        let store = self.serving.registry().store();
         let slug = &run.app_slug;
-        let install = self.active_install(&run.tenant, slug).await.map_err(|_| {
-            RunError::new(format!(
-                "`{slug}` is not installed and active for this tenant"
-            ))
-        })?;
-        let app = self.app(slug, &install.version).await.map_err(|e| {
-            tracing::error!(app = %slug, error = %e, "loading an app for an agent run failed");
-            RunError::new(format!("`{slug}` could not be loaded on this host"))
-        })?;
+        let install = self
+            .serving
+            .active_install(&run.tenant, slug)
+            .await
+            .map_err(|_| {
+                RunError::new(format!(
+                    "`{slug}` is not installed and active for this tenant"
+                ))
+            })?;
+        let app = self
+            .serving
+            .app(slug, &install.version)
+            .await
+            .map_err(|e| {
+                tracing::error!(app = %slug, error = %e, "loading an app for an agent run failed");
+                RunError::new(format!("`{slug}` could not be loaded on this host"))
+            })?;
         let manifest = app.manifest();
         let agent_id = match &run.agent {
             Some(id) => id.clone(),
@@ -451,7 +476,7 @@ impl Serving {
             })?;
         let overrides = store.workflow_overrides(&key).await.map_err(store_failed)?;
         let workflows = merged_workflows(manifest, &overrides);
-        let offered = Offered::for_agent(manifest, &agent, |s| {
+        let offered = Offered::for_agent(self.serving.services().tools(), manifest, &agent, |s| {
             install.granted_scopes.iter().any(|g| g == s)
         });
         let names: Vec<&str> = offered
@@ -501,14 +526,14 @@ impl Serving {
     }
 
     async fn model_loop(&self, run: &AgentRun, p: Prepared) -> Result<AgentReply, RunError> {
-        let Some(chat) = self.services().chat() else {
+        let Some(chat) = self.serving.services().chat() else {
             return Err(RunError::new(
                 "no model provider is configured on this host",
             ));
         };
         let slug = &run.app_slug;
         let inv = self
-            .invocation(&run.tenant, &p.install, &p.app, Caller::Agent)
+            .serving.invocation(&run.tenant, &p.install, &p.app, Caller::Agent)
             .await
             .map_err(|e| {
                 tracing::error!(app = %slug, error = %e, "preparing an agent run's tool calls failed");
@@ -692,12 +717,13 @@ impl Serving {
                 Ok(text) => Ok(serde_json::from_str(&text).unwrap_or(Value::String(text))),
                 Err(e) => Err(call_refusal(&e)),
             },
-            Target::Platform(tool) => {
-                let needs: Vec<String> = crate::serving::TOOLS
+            Target::Platform(platform_tool) => {
+                let tool = platform_tool.name;
+                let needs: Vec<String> = platform_tool
+                    .scopes
                     .iter()
-                    .find(|t| t.name == tool)
-                    .map(|t| t.scopes.iter().map(|s| (*s).to_owned()).collect())
-                    .unwrap_or_default();
+                    .map(|s| (*s).to_owned())
+                    .collect();
                 if let Err(refusal) =
                     sandbox::tool_scopes(manifest, tool, &needs, |s| inv.granted_scopes.contains(s))
                 {
@@ -706,20 +732,19 @@ impl Serving {
                     return Err(answer);
                 }
                 let install = self
+                    .serving
                     .active_install(&run.tenant, &run.app_slug)
                     .await
                     .map_err(|e| refused("failed", e.to_string()))?;
                 let knowledge = knowledge_of(&install, manifest);
                 // An agent's memory tools reach its own memory, whatever agent the model names.
-                let arguments = if tool.starts_with("memory.") {
-                    let mut own = arguments.clone();
-                    own["agent"] = Value::String(agent.id.clone());
-                    own
-                } else {
-                    arguments.clone()
-                };
-                self.services()
-                    .call_tool(&run.tenant, &run.app_slug, &knowledge, tool, &arguments)
+                let mut arguments = arguments.clone();
+                if let Some(field) = platform_tool.runner_fills_agent {
+                    arguments[field] = Value::String(agent.id.clone());
+                }
+                self.serving
+                    .services()
+                    .call_tool(&run.tenant, &run.app_slug, &knowledge, tool, arguments)
                     .await
                     .map_err(|e| refused(&e.decision, e.message))
             }
@@ -732,27 +757,25 @@ impl Serving {
                         "`prompt` must say what to ask",
                     ));
                 }
-                let delegation = crate::calls::Delegation {
+                let delegation = team::Delegation {
                     app: &run.app_slug,
                     from_agent: &agent.id,
                     target,
                     prompt,
                 };
-                let bounds = crate::calls::RunBounds {
+                let bounds = team::RunBounds {
                     deadline: Some(deadline),
                     limits: run.limits,
                     channel: run.channel.clone(),
                 };
-                let chain = crate::calls::Chain::caller(&inv.chain);
+                let chain = team::Chain::caller(&inv.chain);
                 let answer =
-                    crate::calls::delegate(self, &run.tenant, delegation, chain, bounds).await;
+                    team::delegate(&self.serving, &run.tenant, delegation, chain, bounds).await;
                 answer
                     .map(|reply| json!({"agent": reply.agent, "answer": reply.content}))
                     .map_err(|e| match e {
-                        crate::calls::CallFailure::Refused(reason) => refused("denied", reason),
-                        crate::calls::CallFailure::Failed(reason) => {
-                            refused("agent_call_failed", reason)
-                        }
+                        team::CallFailure::Refused(reason) => refused("denied", reason),
+                        team::CallFailure::Failed(reason) => refused("agent_call_failed", reason),
                     })
             }
         }

@@ -17,19 +17,19 @@ use atrium_manifest::Manifest;
 use serde_json::{Value, json};
 
 use crate::registry::InstalledAgent;
-use crate::serving::TOOLS;
+use crate::tools::{Catalogue, PlatformTool};
 
 /// The function name of team delegation.
 pub const DELEGATE: &str = "team-delegate";
 
 /// What a tool name of the model's stands for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Target {
     /// A tool of the app (offered or not: one that is not offered is still run as the app's
     /// call would be, and refused there if the agent may not call it).
     App(String),
     /// A platform tool (`records.get`).
-    Platform(&'static str),
+    Platform(&'static PlatformTool),
     /// Team delegation.
     Delegate,
 }
@@ -45,6 +45,8 @@ pub struct Offered {
     allowed_skills: Option<Vec<String>>,
     /// Whether the agent has a team.
     team: bool,
+    /// The platform tools of the host.
+    tools: Catalogue,
 }
 
 /// The skill (family) of platform tool `name`: `records` for `records.get`.
@@ -60,6 +62,17 @@ fn skill_allowed(allowed_skills: Option<&[String]>, tool: &str) -> bool {
     allowed_skills.is_none_or(|skills| skills.iter().any(|s| s == skill || s == tool))
 }
 
+/// Takes `field` out of a tool's argument schema: an argument the runner fills itself, which
+/// the model is not asked for.
+fn hide(schema: &mut Value, field: &str) {
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.remove(field);
+    }
+    if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|r| r != field);
+    }
+}
+
 fn function(name: &str, description: &str, parameters: Value) -> Value {
     json!({
         "type": "function",
@@ -72,6 +85,7 @@ impl Offered {
     /// with the scopes `granted` holds.
     #[must_use]
     pub fn for_agent(
+        tools: Catalogue,
         manifest: &Manifest,
         agent: &InstalledAgent,
         granted: impl Fn(&str) -> bool,
@@ -90,15 +104,15 @@ impl Offered {
                 ));
             }
         }
-        for tool in TOOLS {
-            if tool.name == "chat.complete" {
-                continue;
-            }
-            if skill_allowed(agent.allowed_skills.as_deref(), tool.name)
+        for tool in tools.all() {
+            if tool.offered_to_agents
+                && skill_allowed(agent.allowed_skills.as_deref(), tool.name)
                 && tool.scopes.iter().all(|s| granted(s))
             {
-                let parameters = serde_json::from_str(tool.parameters)
-                    .unwrap_or_else(|_| json!({"type": "object"}));
+                let mut parameters = tool.parameters();
+                if let Some(field) = tool.runner_fills_agent {
+                    hide(&mut parameters, field);
+                }
                 specs.push(function(
                     &tool.name.replace('.', "-"),
                     tool.description,
@@ -135,6 +149,7 @@ impl Offered {
             tools_allowed: agent.tools_allowed.clone(),
             allowed_skills: agent.allowed_skills.clone(),
             team: !team.is_empty(),
+            tools,
         }
     }
 
@@ -154,11 +169,14 @@ impl Offered {
             }
             return Ok(Target::App(name.to_owned()));
         }
-        if let Some(tool) = TOOLS.iter().find(|t| t.name.replace('.', "-") == name) {
-            if tool.name != "chat.complete"
-                && skill_allowed(self.allowed_skills.as_deref(), tool.name)
-            {
-                return Ok(Target::Platform(tool.name));
+        if let Some(tool) = self
+            .tools
+            .all()
+            .iter()
+            .find(|t| t.name.replace('.', "-") == name)
+        {
+            if tool.offered_to_agents && skill_allowed(self.allowed_skills.as_deref(), tool.name) {
+                return Ok(Target::Platform(tool));
             }
             return Err(format!(
                 "platform tool `{}` is not among this agent's allowed_skills",
@@ -174,12 +192,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_platform_tool_describes_its_arguments_as_a_json_schema_object() {
-        for tool in TOOLS {
-            let schema: Value = serde_json::from_str(tool.parameters)
-                .unwrap_or_else(|e| panic!("{}: {e}", tool.name));
-            assert_eq!(schema["type"], "object", "{}", tool.name);
-        }
+    fn the_model_is_not_asked_for_the_agent_the_runner_fills() {
+        let tool = crate::composition::platform_tools()
+            .find("memory.write")
+            .unwrap();
+        let mut schema = tool.parameters();
+        assert!(schema["properties"].get("agent").is_some(), "{schema}");
+        hide(&mut schema, tool.runner_fills_agent.unwrap());
+        assert!(schema["properties"].get("agent").is_none(), "{schema}");
+        assert!(
+            schema["required"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r != "agent"),
+            "{schema}"
+        );
+        assert!(schema["properties"].get("content").is_some(), "{schema}");
     }
 
     #[test]

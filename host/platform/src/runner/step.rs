@@ -18,7 +18,7 @@ pub(super) fn report(
 /// One model call: the whole answer, or, when the run reports as it goes, the streamed answer
 /// with each piece of text reported and the tool calls put together from their pieces.
 pub(super) async fn model_step(
-    chat: &crate::serving::tools::Chat,
+    chat: &crate::gateway::Chat,
     selection: &atrium_inference::Selection,
     request: &atrium_inference::providers::ChatRequest,
     agent: &str,

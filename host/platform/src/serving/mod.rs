@@ -1,14 +1,13 @@
 //! Serving installed apps: the host loads each version's component once, shares it across
 //! every install of that version, keeps a bounded set loaded (reloading from the artifact
 //! store and the compiled cache on demand), and calls it with the install's scopes, settings
-//! and secrets through [`InstallPlatform`], the runtime's `Platform` over the SQL store.
+//! and secrets through the platform the composition gives it ([`PlatformFor`]: the
+//! runtime's `Platform` of one install).
 
 mod events;
 mod lifecycle;
-mod platform;
 pub mod routes;
 mod schedules;
-pub(crate) mod tools;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -19,13 +18,12 @@ use serde_json::Value;
 
 pub use events::{CONCURRENT_DELIVERIES, EVENT_WAIT};
 pub use lifecycle::HookOutcome;
-pub use platform::InstallPlatform;
 pub use schedules::{ScheduledRun, Schedules};
-pub use tools::{Knowledge, PlatformTool, TOOLS};
 
 use crate::registry::{Actor, Registry, RegistryError};
 use crate::sealing::Sealed;
 use crate::services::Services;
+use crate::tools::Knowledge;
 
 /// How many versions stay loaded by default.
 pub const DEFAULT_LOADED_VERSIONS: usize = 256;
@@ -64,10 +62,16 @@ pub struct Serving {
     inner: Arc<Inner>,
 }
 
+/// What gives a call into an install its platform (the runtime's imports): the composition
+/// gives the serving core [`crate::install_platform::for_install`], the adapter above every
+/// capability, so that the core depends on none of them.
+pub type PlatformFor = fn(Serving, Actor, String, Knowledge) -> Arc<dyn atrium_runtime::Platform>;
+
 struct Inner {
     services: Services,
+    platform_for: PlatformFor,
     /// The room streams of this host.
-    rooms: Arc<crate::rooms::RoomHub>,
+    rooms: Arc<crate::room_streams::RoomHub>,
     registry: Registry,
     runtime: Runtime,
     capacity: usize,
@@ -98,16 +102,22 @@ impl std::fmt::Debug for Serving {
 
 impl Serving {
     /// Serves the apps of the services' registry with its runtime, keeping at most `capacity`
-    /// versions loaded, rooms as [`crate::rooms::RoomsConfig`]'s defaults.
-    pub fn new(services: Services, capacity: usize) -> Self {
-        Serving::with_rooms(services, capacity, crate::rooms::RoomsConfig::default())
+    /// versions loaded, rooms as [`crate::room_streams::RoomsConfig`]'s defaults.
+    pub fn new(services: Services, capacity: usize, platform_for: PlatformFor) -> Self {
+        Serving::with_rooms(
+            services,
+            capacity,
+            crate::room_streams::RoomsConfig::default(),
+            platform_for,
+        )
     }
 
     /// [`Serving::new`] with rooms configured as `rooms` says.
     pub fn with_rooms(
         services: Services,
         capacity: usize,
-        rooms: crate::rooms::RoomsConfig,
+        rooms: crate::room_streams::RoomsConfig,
+        platform_for: PlatformFor,
     ) -> Self {
         let registry = services.registry().clone();
         let installs =
@@ -125,11 +135,12 @@ impl Serving {
             });
         Serving {
             inner: Arc::new(Inner {
-                rooms: crate::rooms::RoomHub::new(registry.store().clone(), rooms),
+                rooms: crate::room_streams::RoomHub::new(registry.store().clone(), rooms),
                 installs,
                 runtime: registry.runtime().clone(),
                 registry,
                 services,
+                platform_for,
                 capacity: capacity.max(1),
                 loaded: Mutex::default(),
             }),
@@ -147,7 +158,7 @@ impl Serving {
     }
 
     /// The room streams of this host.
-    pub fn rooms(&self) -> &Arc<crate::rooms::RoomHub> {
+    pub fn rooms(&self) -> &Arc<crate::room_streams::RoomHub> {
         &self.inner.rooms
     }
 
@@ -288,12 +299,12 @@ impl Serving {
                 settings.insert(key, Value::String(value));
             }
         }
-        let platform = Arc::new(InstallPlatform::new(
+        let platform = (self.inner.platform_for)(
             self.clone(),
             tenant.clone(),
             install.app_slug.clone(),
             knowledge_of(install, manifest),
-        ));
+        );
         let mut inv = Invocation::new(tenant.tenant_id.clone(), platform)
             .with_scopes(install.granted_scopes.iter().cloned());
         inv.settings = settings;

@@ -1,7 +1,7 @@
 //! `/api/commitments`: the promises the tenant's apps' agents made (`commitments.add`), which
 //! the tenant's users list, filter and mark done or dismissed.
 
-use atrium_store::{CommitmentFilter, CommitmentStatus, StoredCommitment};
+use atrium_store::{CommitmentFilter, StoredCommitment};
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -90,15 +90,6 @@ pub struct PatchCommitment {
     pub status: String,
 }
 
-fn status(text: &str) -> Result<CommitmentStatus, ApiError> {
-    CommitmentStatus::parse(text).ok_or_else(|| {
-        ApiError::field(
-            "status",
-            format!("status must be `open`, `done` or `dismissed`, not {text:?}"),
-        )
-    })
-}
-
 fn no_such_commitment(id: &str) -> ApiError {
     ApiError::not_found(format!("this tenant has no commitment `{id}`"))
 }
@@ -113,7 +104,11 @@ pub async fn list(
     let filter = CommitmentFilter {
         app_slug: query.app.as_deref(),
         agent: query.agent.as_deref(),
-        status: query.status.as_deref().map(status).transpose()?,
+        status: query
+            .status
+            .as_deref()
+            .map(atrium_platform::commitments::parse_status)
+            .transpose()?,
     };
     let rows = state
         .store
@@ -152,15 +147,14 @@ pub async fn patch(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<PatchCommitment>,
 ) -> Result<Json<CommitmentView>, ApiError> {
-    let status = status(&body.status)?;
-    let key = user.key();
-    if state.store.commitment(&key, &id).await?.is_none() {
-        return Err(no_such_commitment(&id));
-    }
-    let updated = state
-        .store
-        .set_commitment_status(&key, &id, status, &user.user_id)
-        .await?;
+    let updated = atrium_platform::commitments::set_status(
+        &state.store,
+        &user.key(),
+        &id,
+        &body.status,
+        &user.user_id,
+    )
+    .await?;
     Ok(Json(CommitmentView::from(updated)))
 }
 

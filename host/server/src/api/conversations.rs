@@ -23,9 +23,6 @@ use crate::page::{Listed, Page, PageRequest, SortedBy, time_and_id};
 use crate::principals::TenantUser;
 use crate::{ApiError, HostState, JsonBody, OptionalJsonBody, QueryParams};
 
-/// The longest channel name and title, in characters.
-const MAX_LABEL_CHARS: usize = 200;
-
 /// `POST /api/conversations`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -163,18 +160,6 @@ impl From<Turn> for TurnView {
     }
 }
 
-fn label(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
-    match value {
-        Some(v) if v.trim().is_empty() || v.chars().count() > MAX_LABEL_CHARS => {
-            Err(ApiError::field(
-                field,
-                format!("{field} must be 1 to {MAX_LABEL_CHARS} characters, not blank"),
-            ))
-        }
-        other => Ok(other),
-    }
-}
-
 /// The caller's own conversation `id`; 404 for any other.
 async fn own(
     state: &HostState,
@@ -195,12 +180,14 @@ pub async fn create(
     TenantUser(user): TenantUser,
     OptionalJsonBody(body): OptionalJsonBody<CreateConversation>,
 ) -> Result<(StatusCode, Json<ConversationView>), ApiError> {
-    let channel = label("channel", body.channel)?.unwrap_or_else(|| "web".to_owned());
-    let title = label("title", body.title)?;
-    let created = state
-        .store
-        .create_conversation(&user.key(), &user.user_id, &channel, title.as_deref())
-        .await?;
+    let created = atrium_platform::conversations::start(
+        &state.store,
+        &user.key(),
+        &user.user_id,
+        body.channel,
+        body.title,
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(created.into())))
 }
 

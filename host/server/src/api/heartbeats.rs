@@ -263,28 +263,10 @@ async fn set_state(
     state: &HostState,
     admin: &atrium_store::TenantPrincipal,
     feed_id: &str,
-    to: &str,
+    enabled: bool,
 ) -> Result<Json<HeartbeatView>, ApiError> {
-    let tenant = admin.key();
-    let Some((_, row)) = state.store.heartbeat_by_id(&tenant, feed_id).await? else {
-        return Err(ApiError::not_found(format!(
-            "this tenant has no heartbeat `{feed_id}`"
-        )));
-    };
-    if row.state == "retired" {
-        return Err(ApiError::conflict(
-            "heartbeat_retired",
-            format!(
-                "heartbeat `{feed_id}` ({}/{}) is retired: the installed version no longer declares it",
-                row.agent, row.slug
-            ),
-        ));
-    }
-    let row = state
-        .store
-        .set_heartbeat_state(&tenant, feed_id, to)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("heartbeat `{feed_id}` vanished")))?;
+    let row = atrium_platform::heartbeats::set_state(&state.store, &admin.key(), feed_id, enabled)
+        .await?;
     Ok(Json(heartbeat_view(row, None)))
 }
 
@@ -294,7 +276,7 @@ pub async fn enable(
     TenantAdmin(admin): TenantAdmin,
     Path(feed_id): Path<String>,
 ) -> Result<Json<HeartbeatView>, ApiError> {
-    set_state(&state, &admin, &feed_id, "active").await
+    set_state(&state, &admin, &feed_id, true).await
 }
 
 /// Disables the caller's tenant's heartbeat `feed_id`: 200 with it.
@@ -303,7 +285,7 @@ pub async fn disable(
     TenantAdmin(admin): TenantAdmin,
     Path(feed_id): Path<String>,
 ) -> Result<Json<HeartbeatView>, ApiError> {
-    set_state(&state, &admin, &feed_id, "disabled").await
+    set_state(&state, &admin, &feed_id, false).await
 }
 
 /// A vision as answered.

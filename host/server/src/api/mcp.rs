@@ -250,7 +250,7 @@ pub async fn rooms_post(
         sender_display: checked.sender_display,
         metadata: checked.metadata,
     };
-    let posted = serving
+    let posted = atrium_platform::rooms::Rooms::of(serving)
         .post_as_agent(&actor, &app.app_slug, request, &chain)
         .await
         .map_err(|e| post_refused(&e))?;

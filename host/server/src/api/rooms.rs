@@ -10,7 +10,7 @@ use std::sync::Arc;
 use atrium_manifest::sandbox::ChainContext;
 use atrium_platform::Refusal;
 use atrium_platform::rooms::{
-    self, Delivery, MessageSender, Next, Participant, PostedMessage, Subscription,
+    self, Delivery, MessageSender, Next, Participant, PostedMessage, Rooms, Subscription,
 };
 use atrium_store::{MemberKind, Room, RoomMember, RoomMessage, TenantPrincipal, TenantRole};
 use axum::extract::{Path, State};
@@ -284,8 +284,7 @@ pub async fn create(
     TenantUser(user): TenantUser,
     JsonBody(body): JsonBody<CreateRoom>,
 ) -> Result<(StatusCode, Json<RoomView>), ApiError> {
-    let room = state
-        .serving()?
+    let room = Rooms::of(state.serving()?)
         .create_room(
             &actor(&user),
             &participant(&user),
@@ -303,8 +302,7 @@ pub async fn detail(
     TenantUser(user): TenantUser,
     Path(id): Path<String>,
 ) -> Result<Json<RoomView>, ApiError> {
-    let room = state
-        .serving()?
+    let room = Rooms::of(state.serving()?)
         .room_for(&user.key(), &participant(&user), &id)
         .await
         .map_err(ApiError::from)?;
@@ -318,8 +316,7 @@ pub async fn add_member(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<AddMember>,
 ) -> Result<(StatusCode, Json<MemberAdded>), ApiError> {
-    let (added, room) = state
-        .serving()?
+    let (added, room) = Rooms::of(state.serving()?)
         .add_room_member(&actor(&user), &participant(&user), &id, &body.key)
         .await
         .map_err(ApiError::from)?;
@@ -343,8 +340,7 @@ pub async fn remove_member(
     TenantUser(user): TenantUser,
     Path((id, key)): Path<(String, String)>,
 ) -> Result<Json<RoomView>, ApiError> {
-    let room = state
-        .serving()?
+    let room = Rooms::of(state.serving()?)
         .remove_room_member(&actor(&user), &participant(&user), &id, &key)
         .await
         .map_err(ApiError::from)?;
@@ -393,8 +389,7 @@ pub async fn timeline(
         })
         .transpose()?;
     let tenant = user.key();
-    state
-        .serving()?
+    Rooms::of(state.serving()?)
         .room_for(&tenant, &participant(&user), &id)
         .await
         .map_err(ApiError::from)?;
@@ -432,8 +427,7 @@ pub async fn post_message(
         user_id: user.user_id.clone(),
         display_name: user.display_name.clone(),
     };
-    let posted = state
-        .serving()?
+    let posted = Rooms::of(state.serving()?)
         .post_message(
             &actor(&user),
             &id,
@@ -508,8 +502,7 @@ impl Reader {
                     return Some((message_event(&self.tenant_id, &delivery), true));
                 }
                 Next::MembersChanged => {
-                    let (code, message) = match self
-                        .serving
+                    let (code, message) = match Rooms::of(&self.serving)
                         .room_for(&self.tenant, &self.who, &self.room)
                         .await
                     {
@@ -547,7 +540,7 @@ pub async fn stream(
     let after = last_event_id(&headers)?;
     let tenant = user.key();
     let serving = state.serving()?;
-    serving
+    Rooms::of(serving)
         .room_for(&tenant, &participant(&user), &id)
         .await
         .map_err(ApiError::from)?;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use atrium_fake_llm::{Reply, ToolCall};
 use atrium_platform::registry::Actor;
-use atrium_platform::runner::{AgentRun, Limits};
+use atrium_platform::runner::{AgentRun, Limits, Runner};
 use atrium_runtime::ChainContext;
 use atrium_store::{AuditFilter, Store, TenantKey};
 use reqwest::StatusCode;
@@ -176,6 +176,7 @@ async fn runner(host: &Host, store: &Store, key: &TenantKey, app: &str) {
     let model = host.fakes.upstream("mistral");
     model.forget_requests();
     let before = audit_count(store, key, "delegate", None).await;
+    let runner = Runner::of(&host.serving);
     let make = || {
         model.forget_script();
         model.script([
@@ -202,7 +203,7 @@ async fn runner(host: &Host, store: &Store, key: &TenantKey, app: &str) {
             budget_micros: 1_000_000,
             timeout: Duration::from_secs(30),
         });
-        host.serving.run_agent(run)
+        runner.run_agent(run)
     };
     let cuts = cut_everywhere("an agent run", make, async |at| {
         settle(store, &format!("an agent run cut at {at}")).await;
@@ -249,7 +250,7 @@ async fn the_deadline_in_team_delegate(host: &Host, store: &Store, key: &TenantK
             budget_micros: 1_000_000,
             timeout: Duration::from_millis(300 + 40 * attempt),
         });
-        let error = host.serving.run_agent(run).await.unwrap_err();
+        let error = Runner::of(&host.serving).run_agent(run).await.unwrap_err();
         assert!(error.reason.contains("deadline"), "{}", error.reason);
         writes(store, "a deadline in team-delegate").await;
     }
@@ -541,8 +542,7 @@ async fn rooms(host: &Host, store: &Store, key: &TenantKey, who: &Actor, uid: &s
         display_name: "Ada".into(),
         admin: false,
     };
-    let room = host
-        .serving
+    let room = atrium_platform::rooms::Rooms::of(&host.serving)
         .create_room(who, &me, "ops", &[format!("{app}:lead")])
         .await
         .unwrap();
@@ -552,8 +552,9 @@ async fn rooms(host: &Host, store: &Store, key: &TenantKey, who: &Actor, uid: &s
     };
     let metadata = serde_json::Map::new();
     let root = ChainContext::root();
+    let rooms = atrium_platform::rooms::Rooms::of(&host.serving);
     let make = || {
-        host.serving.post_message(
+        rooms.post_message(
             who,
             &room.id,
             &sender,

@@ -71,6 +71,7 @@ async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuc
                     retrieval: None,
                     gateway: None,
                     metering: None,
+                    tools: atrium_platform::composition::platform_tools(),
                 },
             );
             let config = HeartbeatsConfig {
@@ -78,7 +79,7 @@ async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuc
                 ..HeartbeatsConfig::default()
             };
             schedulers.push(Scheduler::new(
-                Serving::new(services, 8),
+                Serving::new(services, 8, atrium_platform::install_platform::for_install),
                 config,
                 format!("host-{i}"),
             ));

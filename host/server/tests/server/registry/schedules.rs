@@ -76,9 +76,13 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
                     retrieval: None,
                     gateway: None,
                     metering: None,
+                    tools: atrium_platform::composition::platform_tools(),
                 },
             );
-            hosts.push((format!("host-{i}"), Serving::new(services, 8)));
+            hosts.push((
+                format!("host-{i}"),
+                Serving::new(services, 8, atrium_platform::install_platform::for_install),
+            ));
         }
         // 10:00 UTC: `tick` (every minute) and `unhandled` (hourly, no handler) are due.
         let ten: jiff::Timestamp = "2031-05-06T10:00:23Z".parse().unwrap();

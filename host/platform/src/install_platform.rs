@@ -1,11 +1,13 @@
-//! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, a thin adapter:
+//! [`InstallPlatform`]: the runtime's `Platform` for calls into one install, a thin adapter
+//! above every capability, which the composition gives the serving core
+//! ([`crate::serving::PlatformFor`]):
 //! the install's identity and a handle on the [`Services`], each method one call into the
 //! capability: `agent.ask` runs the agent in the agent runner ([`crate::runner`]) with the
 //! chain the sandbox advanced; `team.delegate`, `apps.invoke`, `apps.fetch` and the calls the
 //! sandbox refused go to [`crate::calls`], the function every other entry point of those calls
 //! reaches too; `events.emit` fans out over the event's active wires
 //! ([`Serving::emit_event`]); `rooms.post` stores the post and routes its mentions
-//! ([`Serving::post_as_agent`]).
+//! ([`crate::rooms::Rooms::post_as_agent`]).
 
 use async_trait::async_trait;
 use atrium_runtime::{
@@ -14,12 +16,12 @@ use atrium_runtime::{
 };
 use serde_json::Value;
 
-use super::Serving;
-use super::tools::{Knowledge, TOOLS};
 use crate::calls;
 use crate::registry::Actor;
 use crate::runner::AgentRun;
 use crate::services::Services;
+use crate::serving::Serving;
+use crate::tools::Knowledge;
 
 /// The platform of one install: the tenant (of its organization) and the app are fixed when
 /// the call starts, so nothing the app sends can name another tenant or app.
@@ -28,6 +30,17 @@ pub struct InstallPlatform {
     tenant: Actor,
     app_slug: String,
     knowledge: Knowledge,
+}
+
+/// The platform of `app_slug`'s install for `tenant`, whose knowledge slots are bound as
+/// `knowledge` says: what the serving core gives each call ([`crate::serving::PlatformFor`]).
+pub fn for_install(
+    serving: Serving,
+    tenant: Actor,
+    app_slug: String,
+    knowledge: Knowledge,
+) -> std::sync::Arc<dyn Platform> {
+    std::sync::Arc::new(InstallPlatform::new(serving, tenant, app_slug, knowledge))
 }
 
 impl InstallPlatform {
@@ -57,9 +70,8 @@ impl InstallPlatform {
 #[async_trait]
 impl Platform for InstallPlatform {
     fn tool_scopes(&self, tool: &str) -> Option<Vec<String>> {
-        TOOLS
-            .iter()
-            .find(|t| t.name == tool)
+        self.services()
+            .tool(tool)
             .map(|t| t.scopes.iter().map(|s| (*s).to_owned()).collect())
     }
 
@@ -70,7 +82,7 @@ impl Platform for InstallPlatform {
         args: Value,
     ) -> Result<Value, ToolCallError> {
         self.services()
-            .call_tool(&self.tenant, &self.app_slug, &self.knowledge, tool, &args)
+            .call_tool(&self.tenant, &self.app_slug, &self.knowledge, tool, args)
             .await
     }
 
@@ -94,7 +106,7 @@ impl Platform for InstallPlatform {
             prompt,
         );
         run.chain = Some(chain.clone());
-        self.serving
+        crate::runner::Runner::of(&self.serving)
             .run_agent(run)
             .await
             .map(|reply| reply.content)
@@ -215,8 +227,7 @@ impl Platform for InstallPlatform {
             depth: call.chain_depth,
             visited: call.visited_agents.clone(),
         };
-        let posted = self
-            .serving
+        let posted = crate::rooms::Rooms::of(&self.serving)
             .post_as_agent(&self.tenant, &self.app_slug, post, &chain)
             .await?;
         Ok(RoomPost {
@@ -236,6 +247,6 @@ impl Platform for InstallPlatform {
     }
 
     fn public_callback_url(&self, _call: &CallInfo, path: &str) -> String {
-        super::routes::public_route_path(&self.app_slug, &self.tenant, path)
+        crate::serving::routes::public_route_path(&self.app_slug, &self.tenant, path)
     }
 }
