@@ -417,6 +417,85 @@ async fn agents_run_a_tool_loop_within_their_limits_and_their_team() {
     }
 }
 
+/// A platform tool's refusal is the same whichever entry point meets the fault: a component's
+/// `tools.call` and a model's tool call in the agent runner get the same decision and the same
+/// message naming the field, and the model is shown the schema the arguments are read with.
+#[tokio::test]
+async fn a_platform_tool_refuses_a_component_and_a_model_alike() {
+    let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+    for (store, _dir) in stores().await {
+        let host = Host::start(&store).await;
+        let (_, dev) = host.sign_up("ada", true).await;
+        let app = slug("entry");
+        host.publish(&app, &dev, &manifest(&app), &component).await;
+        let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
+        let admin = host.tenant_token(&acme.secret, "shop", "admin").await;
+        let user = host.tenant_token(&acme.secret, "shop", "user").await;
+        host.activate(&app, &admin, &["tasks.read", "tasks.write"])
+            .await;
+        let (status, body) = host
+            .put(
+                "/api/llm-settings",
+                &admin,
+                Body::Json(json!({"roles": {"specialist": {"provider": "mistral"}}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let model = host.fakes.upstream("mistral");
+        let faults = [
+            ("records.get", json!({"id": 5})),
+            ("records.get", json!({"id": "rec_1", "colour": "red"})),
+            ("records.get", json!({})),
+            (
+                "records.put",
+                json!({"record_type": "note", "record": {"id": 5}}),
+            ),
+            ("records.update", json!({"id": "rec_none", "fields": {}})),
+        ];
+        for (tool, args) in faults {
+            let by_component = platform(
+                &host,
+                &app,
+                &user,
+                json!({"op": "tool", "name": tool, "args": args}),
+            )
+            .await;
+            let refused = &by_component["err"];
+            assert_eq!(refused["decision"], "invalid_arguments", "{by_component}");
+            let message = refused["message"].as_str().unwrap_or_default();
+            assert!(!message.is_empty(), "{by_component}");
+
+            model.forget_requests();
+            model.script([
+                Reply::tool_calls([ToolCall::new("c1", &tool.replace('.', "-"), args.clone())]),
+                Reply::text("Noted"),
+            ]);
+            let result = platform(&host, &app, &user, ask("lead", "Try")).await;
+            assert_eq!(result["ok"], "Noted", "{result}");
+            let answer = &tool_answers(&model.last().unwrap().body)[0];
+            assert_eq!(
+                answer["error"]["kind"], "invalid_arguments",
+                "{tool} {args}: {answer}"
+            );
+            assert_eq!(
+                answer["error"]["message"], message,
+                "{tool} {args}: {answer}"
+            );
+        }
+        // What the model is shown is the schema the arguments are read with.
+        let shown = model.requests()[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["function"]["name"] == "records-get")
+            .map(|t| t["function"]["parameters"].clone())
+            .unwrap();
+        assert_eq!(shown["required"], json!(["id"]), "{shown}");
+        assert_eq!(shown["additionalProperties"], false, "{shown}");
+        assert_eq!(shown["properties"]["id"]["maxLength"], 200, "{shown}");
+    }
+}
+
 /// `POST /api/mcp/agent-invoke` with the app tokens the host issues to calls outside the
 /// runtime: the team checks, the depth limit at hop 9, the chain the token carries as a floor,
 /// and another tenant or organization.
