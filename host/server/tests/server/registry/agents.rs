@@ -467,7 +467,7 @@ async fn a_platform_tool_refuses_a_component_and_a_model_alike() {
 
             model.forget_requests();
             model.script([
-                Reply::tool_calls([ToolCall::new("c1", &tool.replace('.', "-"), args.clone())]),
+                Reply::tool_calls([ToolCall::new("c1", tool.replace('.', "-"), args.clone())]),
                 Reply::text("Noted"),
             ]);
             let result = platform(&host, &app, &user, ask("lead", "Try")).await;
