@@ -312,16 +312,16 @@ impl<const MIN: i64, const MAX: i64> JsonSchema for Whole<MIN, MAX> {
     }
 }
 
-/// A moment, sent as an ISO-8601 time and held in microseconds since the epoch.
+/// A moment, sent as an ISO-8601 time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Moment(pub(crate) i64);
+pub(crate) struct Moment(pub(crate) jiff::Timestamp);
 
 impl<'de> Deserialize<'de> for Moment {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Value::deserialize(deserializer)?
             .as_str()
             .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-            .map(|t| Moment(t.as_microsecond()))
+            .map(Moment)
             .ok_or_else(|| D::Error::custom("must be an ISO-8601 time"))
     }
 }
@@ -430,6 +430,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.limit, None);
-        assert_eq!(ok.before, Some(Moment(1_767_225_600_000_000)));
+        assert_eq!(
+            ok.before.map(|m| m.0.as_microsecond()),
+            Some(1_767_225_600_000_000)
+        );
     }
 }

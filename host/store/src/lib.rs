@@ -12,6 +12,11 @@
 //! Writes that change what a host may cache (installs, tenant users and tokens, keys) record
 //! it in the change feed (`changes`), which every host polls to keep its [`Cache`]s honest.
 //!
+//! Times: a row's times are `jiff::Timestamp`s where the row carries several of different
+//! precision (a room, its members and its messages: the columns keep ms, and µs for the
+//! messages, which a room orders strictly), so that no struct holds two units; the other rows
+//! keep one unit, ms since the epoch as `i64`, named in each field's docs.
+//!
 //! Keys are stored as SHA-256 digests of the secret, never in clear: a key is 32 random bytes,
 //! so a fast hash cannot be searched backwards, and lookups stay one indexed read.
 

@@ -9,6 +9,7 @@
 //! PostgreSQL the same transaction notifies channel [`ROOM_CHANNEL`] with the room and the
 //! sequence (delivered to listeners on commit); [`RoomNotifications`] listens to it.
 
+use jiff::Timestamp;
 use serde_json::{Map, Value};
 use sqlx::Row;
 
@@ -80,8 +81,8 @@ pub struct RoomMember {
     pub display_name: String,
     /// Who added it (a canonical key).
     pub added_by: String,
-    /// When (ms).
-    pub added_at: i64,
+    /// When.
+    pub added_at: Timestamp,
 }
 
 /// A stored room.
@@ -99,12 +100,12 @@ pub struct Room {
     pub members: Vec<RoomMember>,
     /// The sequence of its last message, 0 for none.
     pub last_seq: i64,
-    /// The time of its last message (µs), 0 for none.
-    pub last_at: i64,
-    /// Creation (ms).
-    pub created_at: i64,
-    /// Last change of the room or its members (ms).
-    pub updated_at: i64,
+    /// The time of its last message, none before the first.
+    pub last_message_at: Option<Timestamp>,
+    /// Creation.
+    pub created_at: Timestamp,
+    /// Last change of the room or its members.
+    pub updated_at: Timestamp,
 }
 
 /// A message to store.
@@ -145,8 +146,8 @@ pub struct RoomMessage {
     pub mentions: Vec<String>,
     /// A JSON object.
     pub metadata: Map<String, Value>,
-    /// When it was stored (µs since the epoch), strictly increasing with `seq`.
-    pub created_at: i64,
+    /// When it was stored (to the microsecond), strictly increasing with `seq`.
+    pub created_at: Timestamp,
 }
 
 /// How a post went.
@@ -192,16 +193,21 @@ where
     String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
     i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
 {
+    let last_seq: i64 = row.try_get("last_seq")?;
     Ok(Room {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
         created_by: row.try_get("created_by")?,
         member_count: row.try_get("member_count")?,
         members: Vec::new(),
-        last_seq: row.try_get("last_seq")?,
-        last_at: row.try_get("last_at")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        last_seq,
+        last_message_at: if last_seq > 0 {
+            Some(micros(row.try_get("last_at")?)?)
+        } else {
+            None
+        },
+        created_at: millis(row.try_get("created_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
     })
 }
 
@@ -230,7 +236,7 @@ where
         kind,
         display_name: row.try_get("display_name")?,
         added_by: row.try_get("added_by")?,
-        added_at: row.try_get("added_at")?,
+        added_at: millis(row.try_get("added_at")?)?,
     })
 }
 
@@ -252,8 +258,20 @@ where
         content: row.try_get("content")?,
         mentions: json_list(&mentions)?,
         metadata: json_object(&metadata)?,
-        created_at: row.try_get("created_at")?,
+        created_at: micros(row.try_get("created_at")?)?,
     })
+}
+
+/// A time the rooms' tables keep in ms (rooms and their members).
+fn millis(ms: i64) -> Result<Timestamp> {
+    Timestamp::from_millisecond(ms)
+        .map_err(|e| StoreError::Corrupt(format!("a stored time is out of range: {e}")))
+}
+
+/// A time the rooms' tables keep in µs (messages, which a room orders strictly).
+fn micros(us: i64) -> Result<Timestamp> {
+    Timestamp::from_microsecond(us)
+        .map_err(|e| StoreError::Corrupt(format!("a stored time is out of range: {e}")))
 }
 
 fn to_json(value: &impl serde::Serialize) -> Result<String> {
@@ -458,7 +476,7 @@ impl Store {
         })
     }
 
-    /// Posts `message` to room `room` at `now_micros` (the caller's clock): the next sequence,
+    /// Posts `message` to room `room` at `now` (the caller's clock): the next sequence,
     /// a time strictly after the room's last message, the sender's membership checked in the
     /// same transaction (a `system` sender needs none). On PostgreSQL the commit notifies
     /// [`ROOM_CHANNEL`] when `notify` is set.
@@ -467,7 +485,7 @@ impl Store {
         tenant: &TenantKey,
         room: &str,
         message: &NewRoomMessage<'_>,
-        now_micros: i64,
+        now: Timestamp,
         notify: bool,
     ) -> Result<Posted> {
         let id = random_uuid()?;
@@ -485,13 +503,13 @@ impl Store {
                    last_at = CASE WHEN $1 > last_at THEN $1 ELSE last_at + 1 END \
                  WHERE org_id = $2 AND tenant_id = $3 AND id = $4 RETURNING last_seq, last_at",
             )
-            .bind(now_micros).bind(&tenant.org_id).bind(&tenant.tenant_id).bind(room)
+            .bind(now.as_microsecond()).bind(&tenant.org_id).bind(&tenant.tenant_id).bind(room)
             .fetch_optional(&mut *tx).await?
             else {
                 return Ok(Posted::UnknownRoom);
             };
             let seq: i64 = row.try_get("last_seq")?;
-            let at: i64 = row.try_get("last_at")?;
+            let at = micros(row.try_get("last_at")?)?;
             let members: Vec<String> = sqlx::query(
                 "SELECT member_key FROM room_members WHERE org_id = $1 AND tenant_id = $2 \
                  AND room_id = $3 ORDER BY ordinal",
@@ -508,7 +526,7 @@ impl Store {
             sqlx::query(&sql)
                 .bind(room).bind(seq).bind(&id).bind(message.sender_type)
                 .bind(message.sender_ref).bind(message.sender_display).bind(message.content)
-                .bind(&mentions).bind(&metadata).bind(at)
+                .bind(&mentions).bind(&metadata).bind(at.as_microsecond())
                 .bind(&tenant.org_id).bind(&tenant.tenant_id)
                 .execute(&mut *tx).await?;
             if notify && is_pg {
@@ -536,12 +554,12 @@ impl Store {
     }
 
     /// The timeline of room `room`, newest first: at most `limit` messages stored before
-    /// `before` (µs; all when none).
+    /// `before` (all when none).
     pub async fn room_messages_before(
         &self,
         tenant: &TenantKey,
         room: &str,
-        before: Option<i64>,
+        before: Option<Timestamp>,
         limit: i64,
     ) -> Result<Vec<RoomMessage>> {
         let sql = format!(
@@ -551,7 +569,7 @@ impl Store {
         on_pool!(self, pool => {
             sqlx::query(&sql)
                 .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(room)
-                .bind(before.unwrap_or(i64::MAX)).bind(limit)
+                .bind(before.map_or(i64::MAX, Timestamp::as_microsecond)).bind(limit)
                 .fetch_all(pool).await?
                 .iter()
                 .map(message_from)

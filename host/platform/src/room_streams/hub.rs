@@ -511,7 +511,13 @@ mod tests {
             metadata: &metadata,
         };
         match store
-            .post_room_message(tenant, room, &message, n, false)
+            .post_room_message(
+                tenant,
+                room,
+                &message,
+                jiff::Timestamp::from_microsecond(n).unwrap(),
+                false,
+            )
             .await
             .unwrap()
         {

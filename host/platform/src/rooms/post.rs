@@ -14,8 +14,6 @@
 //! A handler that posts again carries its chain one hop further, so two agents that answer
 //! each other stop at the chain depth (8).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use atrium_manifest::sandbox::{
     self, ChainContext, Decision, MAX_ROOM_MESSAGE_CHARS, MAX_ROUTED_MENTIONS, ToolRefusal,
 };
@@ -55,19 +53,11 @@ pub struct PostedMessage {
     pub routed_targets: Vec<String>,
 }
 
-/// Microseconds since the epoch.
-fn now_micros() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-/// A time in µs as ISO-8601 with microseconds (`2026-11-28T21:30:00.123456Z`).
+/// A time as ISO-8601 with microseconds (`2026-11-28T21:30:00.123456Z`), as a room's
+/// messages show theirs.
 #[must_use]
-pub fn iso_micros(micros: i64) -> String {
-    jiff::Timestamp::from_microsecond(micros)
-        .map_or_else(|_| micros.to_string(), |t| format!("{t:.6}"))
+pub fn iso_micros(at: jiff::Timestamp) -> String {
+    format!("{at:.6}")
 }
 
 /// The content rule every sender meets: 1 to 20,000 characters, not blank.
@@ -148,7 +138,13 @@ impl Rooms {
             .serving
             .registry()
             .store()
-            .post_room_message(tenant, room, &new, now_micros(), hub.config().notify)
+            .post_room_message(
+                tenant,
+                room,
+                &new,
+                jiff::Timestamp::now(),
+                hub.config().notify,
+            )
             .await?;
         let (message, members) = match posted {
             Posted::Stored { message, members } => (*message, members),

@@ -73,7 +73,7 @@ impl From<RoomMember> for MemberView {
             user_id,
             display_name: m.display_name,
             added_by: m.added_by,
-            added_at: time(m.added_at),
+            added_at: time(m.added_at.as_millisecond()),
         }
     }
 }
@@ -111,9 +111,9 @@ impl RoomView {
             member_count: room.member_count,
             members: with_members.then(|| room.members.into_iter().map(Into::into).collect()),
             message_count: room.last_seq,
-            last_message_at: (room.last_seq > 0).then(|| rooms::iso_micros(room.last_at)),
-            created_at: time(room.created_at),
-            updated_at: time(room.updated_at),
+            last_message_at: room.last_message_at.map(rooms::iso_micros),
+            created_at: time(room.created_at.as_millisecond()),
+            updated_at: time(room.updated_at.as_millisecond()),
         }
     }
 }
@@ -273,7 +273,7 @@ pub async fn list(
     Ok(Json(Page::keyed(
         rows,
         &page,
-        |r| time_and_id(r.created_at, &r.id),
+        |r| time_and_id(r.created_at.as_millisecond(), &r.id),
         |r| RoomView::of(r, false),
     )))
 }
@@ -378,9 +378,7 @@ pub async fn timeline(
         .before
         .as_deref()
         .map(|text| {
-            text.parse::<jiff::Timestamp>()
-                .map(|t| t.as_microsecond())
-                .map_err(|_| {
+            text.parse::<jiff::Timestamp>().map_err(|_| {
                     ApiError::field(
                         "before",
                         format!("before must be an ISO-8601 time such as 2026-11-28T21:30:00.123456Z (a message's created_at), got `{text}`"),

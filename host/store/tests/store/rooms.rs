@@ -30,6 +30,11 @@ fn user(id: &str) -> NewRoomMember {
     }
 }
 
+/// The time `micros` µs after the epoch.
+fn at(micros: i64) -> jiff::Timestamp {
+    jiff::Timestamp::from_microsecond(micros).unwrap()
+}
+
 #[tokio::test]
 async fn posts_in_one_instant_keep_their_order_and_pages_stay_exact() {
     const ANN: &str = "00000000-0000-4000-8000-0000000000a1";
@@ -48,7 +53,7 @@ async fn posts_in_one_instant_keep_their_order_and_pages_stay_exact() {
         let mut times = Vec::new();
         for (i, now) in (0..125).map(|i| (i, if i < 120 { 1_000_000 } else { 500 })) {
             match store
-                .post_room_message(&tenant, &room.id, &message(ann, &metadata), now, true)
+                .post_room_message(&tenant, &room.id, &message(ann, &metadata), at(now), true)
                 .await
                 .unwrap()
             {
@@ -61,19 +66,19 @@ async fn posts_in_one_instant_keep_their_order_and_pages_stay_exact() {
             }
         }
         assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
-        assert_eq!(times[0], 1_000_000);
+        assert_eq!(times[0], at(1_000_000));
         // A non-member's post and a post to another tenant's room take no number.
         let stranger = message("user:00000000-0000-4000-8000-0000000000b2", &metadata);
         assert_eq!(
             store
-                .post_room_message(&tenant, &room.id, &stranger, 1, true)
+                .post_room_message(&tenant, &room.id, &stranger, at(1), true)
                 .await
                 .unwrap(),
             Posted::NotMember
         );
         assert_eq!(
             store
-                .post_room_message(&elsewhere, &room.id, &message(ann, &metadata), 1, true)
+                .post_room_message(&elsewhere, &room.id, &message(ann, &metadata), at(1), true)
                 .await
                 .unwrap(),
             Posted::UnknownRoom
