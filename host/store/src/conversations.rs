@@ -261,6 +261,10 @@ impl Store {
         kinds: &[&str],
         count: i64,
     ) -> Result<Vec<StoredMessage>> {
+        if kinds.is_empty() {
+            // No kind asked for: nothing (and `IN ()` is no SQL PostgreSQL takes).
+            return Ok(Vec::new());
+        }
         let marks: Vec<String> = (0..kinds.len()).map(|i| format!("${}", i + 4)).collect();
         let sql = format!(
             "SELECT seq, kind, content, app_slug, agent, data, created_at FROM conversation_messages \

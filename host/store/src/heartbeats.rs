@@ -287,14 +287,15 @@ impl Store {
     }
 
     /// At most `limit` active rows of active installs whose next run is due at `now` (or not
-    /// computed yet), the most overdue first.
+    /// computed yet), those not computed yet first, then the most overdue, in the same order
+    /// on both databases (SQLite sorts NULL first and PostgreSQL last, so the order says it).
     pub async fn due_heartbeats(&self, now: i64, limit: i64) -> Result<Vec<DueHeartbeat>> {
         on_pool!(self, pool => {
             sqlx::query(&format!(
                 "SELECT h.org_id, h.tenant_id, h.app_slug, i.version, {ROW_COLUMNS} FROM heartbeats h \
                  JOIN installs i ON i.org_id = h.org_id AND i.tenant_id = h.tenant_id AND i.app_slug = h.app_slug \
                  WHERE h.state = 'active' AND (h.next_run_at IS NULL OR h.next_run_at <= $1) AND i.status = 'active' \
-                 ORDER BY h.next_run_at, h.org_id, h.tenant_id, h.app_slug, h.agent, h.slug LIMIT $2"
+                 ORDER BY (h.next_run_at IS NOT NULL), h.next_run_at, h.org_id, h.tenant_id, h.app_slug, h.agent, h.slug LIMIT $2"
             ))
             .bind(now).bind(limit)
             .fetch_all(pool).await?

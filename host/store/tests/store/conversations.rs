@@ -172,6 +172,11 @@ async fn the_last_messages_are_those_of_the_kinds_asked_in_order() {
         assert_eq!(contents(last(others, 10).await), ["r1", "e1"]);
         let none: &[&str] = &["heartbeat"];
         assert!(contents(last(none, 10).await).is_empty());
+        let no_kind: &[&str] = &[];
+        assert!(
+            contents(last(no_kind, 10).await).is_empty(),
+            "no kind asked"
+        );
     }
 }
 

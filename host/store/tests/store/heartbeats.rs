@@ -230,12 +230,16 @@ async fn an_upgrade_keeps_states_retires_the_undeclared_and_recomputes_a_changed
 async fn due_rows_are_the_active_rows_of_active_installs_the_most_overdue_first() {
     for (store, _dir) in stores().await {
         let (t, install) = setup(&store).await;
-        let mut not_computed = due(&store, &install, T).await;
-        not_computed.sort();
+        let not_computed = due(&store, &install, T).await;
         assert_eq!(not_computed, ["cleanup", "digest"], "due until computed");
         let digest = heartbeat(&install, "digest");
         let cleanup = heartbeat(&install, "cleanup");
         assert!(advances(&store, digest, None, T + 20).await);
+        assert_eq!(
+            due(&store, &install, T + 30).await,
+            ["cleanup", "digest"],
+            "a row not computed yet comes first, on both databases"
+        );
         assert!(advances(&store, cleanup, None, T + 10).await);
         let late = advances(&store, cleanup, None, T + 11).await;
         assert!(!late, "another host moved it first");
