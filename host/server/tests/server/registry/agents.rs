@@ -20,6 +20,45 @@ fn manifest(app: &str) -> String {
         .replace("probe.write", "tasks.write")
 }
 
+/// A running host with the probe published as an app (named from `name`) and activated for a
+/// tenant whose agents call Mistral (the fake).
+struct Agents {
+    host: Host,
+    app: String,
+    acme: atrium_store::CreatedKey,
+    admin: String,
+    user: String,
+}
+
+impl Agents {
+    async fn start(store: &atrium_store::Store, component: &[u8], name: &str) -> Agents {
+        let host = Host::start(store).await;
+        let (_, dev) = host.sign_up("ada", true).await;
+        let app = slug(name);
+        host.publish(&app, &dev, &manifest(&app), component).await;
+        let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
+        let admin = host.tenant_token(&acme.secret, "shop", "admin").await;
+        let user = host.tenant_token(&acme.secret, "shop", "user").await;
+        host.activate(&app, &admin, &["tasks.read", "tasks.write"])
+            .await;
+        let (status, body) = host
+            .put(
+                "/api/llm-settings",
+                &admin,
+                Body::Json(json!({"roles": {"specialist": {"provider": "mistral"}}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        Agents {
+            host,
+            app,
+            acme,
+            admin,
+            user,
+        }
+    }
+}
+
 /// The result of the probe's `platform` tool: `{"ok": ...}` or `{"err": ...}`.
 async fn platform(host: &Host, app: &str, token: &str, op: Value) -> Value {
     host.probe(app, token, op).await
@@ -60,24 +99,13 @@ fn tool_answers(request: &Value) -> Vec<Value> {
 async fn agents_run_a_tool_loop_within_their_limits_and_their_team() {
     let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
     for (store, _dir) in stores().await {
-        let host = Host::start(&store).await;
-        let (_, dev) = host.sign_up("ada", true).await;
-        let app = slug("agents");
-        host.publish(&app, &dev, &manifest(&app), &component).await;
-        let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
-        let admin = host.tenant_token(&acme.secret, "shop", "admin").await;
-        let user = host.tenant_token(&acme.secret, "shop", "user").await;
-        host.activate(&app, &admin, &["tasks.read", "tasks.write"])
-            .await;
-        // The agents of this tenant call Mistral (the fake).
-        let (status, body) = host
-            .put(
-                "/api/llm-settings",
-                &admin,
-                Body::Json(json!({"roles": {"specialist": {"provider": "mistral"}}})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let Agents {
+            host,
+            app,
+            acme,
+            admin,
+            user,
+        } = Agents::start(&store, &component, "agents").await;
         let model = host.fakes.upstream("mistral");
         let limits = |limits: Value| {
             let (host, admin) = (&host, &admin);
@@ -424,23 +452,9 @@ async fn agents_run_a_tool_loop_within_their_limits_and_their_team() {
 async fn a_platform_tool_refuses_a_component_and_a_model_alike() {
     let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
     for (store, _dir) in stores().await {
-        let host = Host::start(&store).await;
-        let (_, dev) = host.sign_up("ada", true).await;
-        let app = slug("entry");
-        host.publish(&app, &dev, &manifest(&app), &component).await;
-        let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
-        let admin = host.tenant_token(&acme.secret, "shop", "admin").await;
-        let user = host.tenant_token(&acme.secret, "shop", "user").await;
-        host.activate(&app, &admin, &["tasks.read", "tasks.write"])
-            .await;
-        let (status, body) = host
-            .put(
-                "/api/llm-settings",
-                &admin,
-                Body::Json(json!({"roles": {"specialist": {"provider": "mistral"}}})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let Agents {
+            host, app, user, ..
+        } = Agents::start(&store, &component, "entry").await;
         let model = host.fakes.upstream("mistral");
         let faults = [
             ("records.get", json!({"id": 5})),
