@@ -6,7 +6,7 @@
 //! chain the sandbox advanced; `team.delegate`, `apps.invoke`, `apps.fetch` and the calls the
 //! sandbox refused go to [`crate::calls`], the function every other entry point of those calls
 //! reaches too; `events.emit` fans out over the event's active wires
-//! ([`Serving::emit_event`]); `rooms.post` stores the post and routes its mentions
+//! ([`crate::events::Events::emit`]); `rooms.post` stores the post and routes its mentions
 //! ([`crate::rooms::Rooms::post_as_agent`]).
 
 use async_trait::async_trait;
@@ -213,8 +213,8 @@ impl Platform for InstallPlatform {
         name: &str,
         payload: Value,
     ) -> Result<EmitResult, AgentCallError> {
-        self.serving
-            .emit_event(&self.tenant, &self.app_slug, name, &payload, chain)
+        crate::events::Events::of(&self.serving)
+            .emit(&self.tenant, &self.app_slug, name, &payload, chain)
             .await
     }
 

@@ -46,6 +46,7 @@ mod chat;
 pub mod commitments;
 pub mod composition;
 pub mod conversations;
+pub mod events;
 pub mod fields;
 pub mod files;
 mod gateway;

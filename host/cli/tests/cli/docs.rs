@@ -700,7 +700,7 @@ fn examples_are_read_as_a_shell_reads_them() {
 }
 
 /// The paths docs/ARCHITECTURE.md names in code spans (`host/store/src/lib.rs`,
-/// `serving/events.rs`, `host/server/tests/server/`) and the pages it links to: API routes,
+/// `runner/team.rs`, `host/server/tests/server/`) and the pages it links to: API routes,
 /// patterns (`<capability>`, `NNNN`, `*`) and bare words are not paths.
 fn paths_named(map: &str) -> Vec<String> {
     let mut paths = Vec::new();
@@ -743,13 +743,13 @@ fn every_path_the_architecture_map_names_exists() {
     let paths = paths_named(&map);
     assert!(
         paths.iter().any(|p| p == "host/store/src/lib.rs")
-            && paths.iter().any(|p| p == "serving/events.rs")
+            && paths.iter().any(|p| p == "runner/team.rs")
             && paths.iter().any(|p| p == "platform/src/refusal.rs")
             && paths.iter().any(|p| p == "docs/runtime.md"),
         "the map's paths were not all found: {paths:?}"
     );
     // A path is from the checkout's root, from `host/` (`store/src/rooms.rs`, as the
-    // capability table writes them), or relative to a crate's sources (`serving/events.rs`).
+    // capability table writes them), or relative to a crate's sources (`runner/team.rs`).
     let mut bases = vec![root.clone(), root.join("host")];
     bases.extend(
         std::fs::read_dir(root.join("host"))

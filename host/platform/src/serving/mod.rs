@@ -4,7 +4,6 @@
 //! and secrets through the platform the composition gives it ([`PlatformFor`]: the
 //! runtime's `Platform` of one install).
 
-mod events;
 mod lifecycle;
 pub mod routes;
 mod schedules;
@@ -16,7 +15,6 @@ use atrium_runtime::{App, CallError, Caller, Invocation, Runtime};
 use atrium_store::{Install, InstallStatus, InstallValueKind};
 use serde_json::Value;
 
-pub use events::{CONCURRENT_DELIVERIES, EVENT_WAIT};
 pub use lifecycle::HookOutcome;
 pub use schedules::{ScheduledRun, Schedules};
 

@@ -475,8 +475,8 @@ async fn events(
         n += 1;
         let payload = json!({"behave": {subscriber.as_str(): format!("record:d-{n}")}});
         async move {
-            host.serving
-                .emit_event(
+            atrium_platform::events::Events::of(&host.serving)
+                .emit(
                     who,
                     emitter,
                     "entry_booked",

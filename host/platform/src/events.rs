@@ -4,6 +4,9 @@
 //! depth); a heartbeat target has its next run set to now. One delivery's failure, trap or
 //! timeout is counted in `failures` and never stops the others; every delivery is recorded in
 //! the audit log, `no_handler` included.
+//!
+//! [`Events`] is the capability's service over the serving core: a component's `events.emit`
+//! (through [`crate::install_platform`]) reaches it and nothing else.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,9 +15,9 @@ use atrium_runtime::{AgentCallError, AppEvent, CallError, Caller, ChainContext, 
 use atrium_store::{Install, Wire};
 use serde_json::Value;
 
-use super::Serving;
 use crate::audit;
 use crate::registry::Actor;
+use crate::serving::Serving;
 
 /// How long an emit waits for its deliveries; one still running then is counted in
 /// `failures` (it keeps running to its own deadline, and the audit log records how it ended).
@@ -44,11 +47,24 @@ struct Emit {
     chain: ChainContext,
 }
 
-impl Serving {
+/// Events and their fan-out, over the serving core.
+#[derive(Clone, Debug)]
+pub struct Events {
+    serving: Serving,
+}
+
+impl Events {
+    /// The events of `serving`'s installs.
+    pub fn of(serving: &Serving) -> Events {
+        Events {
+            serving: serving.clone(),
+        }
+    }
+
     /// Fans `emitter`'s event `name` with `payload` out to the tenant's active wires, on
     /// `chain` (the sandbox's checks passed and the chain advanced). Answers how many wires
     /// carried it, how many subscribers received it and how many failed.
-    pub async fn emit_event(
+    pub async fn emit(
         &self,
         tenant: &Actor,
         emitter: &str,
@@ -57,6 +73,7 @@ impl Serving {
         chain: &ChainContext,
     ) -> Result<EmitResult, AgentCallError> {
         let wires = self
+            .serving
             .registry()
             .store()
             .active_wires(tenant, emitter, name)
@@ -70,7 +87,11 @@ impl Serving {
         // A wire to an app the tenant no longer runs carries nothing.
         let mut live = Vec::with_capacity(wires.len());
         for wire in wires {
-            if let Ok(install) = self.active_install(tenant, &wire.subscriber_app).await {
+            if let Ok(install) = self
+                .serving
+                .active_install(tenant, &wire.subscriber_app)
+                .await
+            {
                 live.push((wire, install));
             }
         }
@@ -173,10 +194,12 @@ impl Serving {
         install: &Install,
     ) -> Result<Delivered, String> {
         let app = self
+            .serving
             .app(&install.app_slug, &install.version)
             .await
             .map_err(|e| e.to_string())?;
         let mut inv = self
+            .serving
             .invocation(&emit.tenant, install, &app, Caller::Platform)
             .await
             .map_err(|e| e.to_string())?;
@@ -204,6 +227,7 @@ impl Serving {
         slug: &str,
     ) -> Result<Delivered, String> {
         let manifest = self
+            .serving
             .registry()
             .manifest_of(&install.app_slug, &install.version)
             .await
@@ -219,7 +243,8 @@ impl Serving {
                 install.app_slug, install.version, wire.target_agent
             ));
         }
-        self.registry()
+        self.serving
+            .registry()
             .store()
             .wake_heartbeat(
                 &emit.tenant.install(&wire.subscriber_app),
@@ -267,6 +292,6 @@ impl Serving {
                 },
             })
             .collect();
-        audit::record_all(self.registry().store(), &emit.tenant, &entries).await;
+        audit::record_all(self.serving.registry().store(), &emit.tenant, &entries).await;
     }
 }
