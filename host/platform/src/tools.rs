@@ -161,7 +161,7 @@ fn call_of<'a, T: Tool>(cx: &'a ToolContext<'a>, args: Value) -> ToolFuture<'a> 
 }
 
 /// The JSON schema of `T`, inlined, without the meta-schema and title a model has no use for.
-fn schema_of<T: JsonSchema>() -> Value {
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     let schema = SchemaSettings::draft07()
         .with(|s| {
             s.inline_subschemas = true;

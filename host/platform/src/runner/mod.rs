@@ -749,8 +749,9 @@ impl Runner {
                     .map_err(|e| refused(&e.decision, e.message))
             }
             Target::Delegate => {
-                let target = arguments["agent"].as_str().unwrap_or_default();
-                let prompt = arguments["prompt"].as_str().unwrap_or_default();
+                let args: team::DelegateArgs = crate::fields::from_value(arguments.clone())
+                    .map_err(|e| refused("invalid_arguments", e.sentence()))?;
+                let (target, prompt) = (args.agent.as_str(), args.prompt.as_str());
                 if prompt.trim().is_empty() {
                     return Err(refused(
                         "invalid_arguments",

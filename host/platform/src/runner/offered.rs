@@ -127,21 +127,15 @@ impl Offered {
             .map(|a| a.team.clone())
             .unwrap_or_default();
         if !team.is_empty() {
+            let mut parameters = crate::tools::schema_of::<super::team::DelegateArgs>();
+            parameters["properties"]["agent"]["enum"] = json!(team);
             specs.push(function(
                 DELEGATE,
                 &format!(
                     "Asks a teammate to do part of the work and answers what they replied. Teammates: {}.",
                     team.join(", ")
                 ),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "agent": {"type": "string", "enum": team},
-                        "prompt": {"type": "string", "description": "what to ask them"},
-                    },
-                    "required": ["agent", "prompt"],
-                    "additionalProperties": false,
-                }),
+                parameters,
             ));
         }
         Offered {

@@ -12,6 +12,7 @@ use super::{AgentReply, AgentRun, Limits};
 use crate::audit;
 use crate::registry::Actor;
 use crate::serving::Serving;
+use crate::tools::{Name, Text};
 
 /// The chain of a call as it reaches the platform.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +47,21 @@ impl<'a> Chain<'a> {
         }
     }
 }
+
+/// The arguments of the model's `team-delegate` tool, read as a platform tool's are (unknown
+/// fields refused, each error naming its field); the schema the model is shown is generated
+/// from this type, with the agent's teammates as the choices of `agent`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DelegateArgs {
+    /// The teammate to ask.
+    pub(crate) agent: Name,
+    /// What to ask them.
+    pub(crate) prompt: Text<1, MAX_PROMPT_CHARS>,
+}
+
+/// The longest prompt the model may give a teammate: as long as a message of a conversation.
+pub(crate) const MAX_PROMPT_CHARS: usize = 20_000;
 
 /// Why a cross-app call produced no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
