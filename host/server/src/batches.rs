@@ -26,6 +26,7 @@ use crate::chat::{completion_body, parse};
 use crate::extract::{JsonBody, TenantHeader};
 use crate::page::{Listed, Page, PageRequest, time_and_id};
 use crate::principals::Org;
+use crate::routing::Routes;
 use crate::{ApiError, HostState};
 
 /// The most items one batch may hold.
@@ -385,8 +386,8 @@ fn error_body(error: &ApiError) -> Value {
 }
 
 /// The routes of batches.
-pub(crate) fn router() -> axum::Router<HostState> {
-    axum::Router::new()
-        .route("/batches", axum::routing::post(create).get(list))
-        .route("/batches/{id}", axum::routing::get(get))
+pub(crate) fn router() -> Routes {
+    Routes::new()
+        .route("/batches", crate::routing::post(create).get(list))
+        .route("/batches/{id}", crate::routing::get(get))
 }

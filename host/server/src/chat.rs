@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::extract::{JsonBody, TenantHeader};
 use crate::principals::Org;
+use crate::routing::Routes;
 use crate::{ApiError, HostState};
 
 /// The tenant of calls that name none.
@@ -121,6 +122,6 @@ pub(crate) fn completion_body(
 }
 
 /// The routes of chat completions.
-pub(crate) fn router() -> axum::Router<HostState> {
-    axum::Router::new().route("/chat/completions", axum::routing::post(completions))
+pub(crate) fn router() -> Routes {
+    Routes::new().route("/chat/completions", crate::routing::post(completions))
 }

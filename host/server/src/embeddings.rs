@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::extract::{JsonBody, TenantHeader};
 use crate::principals::Org;
+use crate::routing::Routes;
 use crate::{ApiError, HostState};
 
 /// Inputs per request at most.
@@ -184,6 +185,6 @@ fn offered(state: &HostState) -> String {
 }
 
 /// The routes of embeddings.
-pub(crate) fn router() -> axum::Router<HostState> {
-    axum::Router::new().route("/embeddings", axum::routing::post(create))
+pub(crate) fn router() -> Routes {
+    Routes::new().route("/embeddings", crate::routing::post(create))
 }

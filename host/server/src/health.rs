@@ -5,11 +5,10 @@
 
 use std::time::Duration;
 
-use axum::Router;
+use crate::routing::{Routes, get};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::get;
 use serde::Serialize;
 
 use crate::HostState;
@@ -66,8 +65,8 @@ impl Check {
 }
 
 /// The routes of this module.
-pub(crate) fn router() -> Router<HostState> {
-    Router::new()
+pub(crate) fn router() -> Routes {
+    Routes::new()
         .route("/health", get(|| async { "ok" }))
         .route("/ready", get(ready))
 }

@@ -18,6 +18,7 @@ pub mod overload;
 pub mod page;
 pub mod principals;
 mod rag;
+pub mod routing;
 mod stream;
 mod v1;
 
@@ -25,7 +26,6 @@ use std::future::Future;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
 
 pub use api::views;
 pub use atrium_store::Metering;
@@ -188,10 +188,10 @@ impl Default for Welcome {
     }
 }
 
-/// The host's routes.
-pub fn router(state: HostState) -> Router {
-    // Each module's own router, merged: a capability adds its module and one line here.
-    let v1 = Router::new()
+/// Every route the host serves: each module's own, merged (a capability adds its module and
+/// one line here).
+fn routes() -> routing::Routes {
+    let v1 = routing::Routes::new()
         .merge(chat::router())
         .merge(v1::router())
         .merge(embeddings::router())
@@ -200,11 +200,27 @@ pub fn router(state: HostState) -> Router {
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!("there is no endpoint {}", uri.path()))
         });
-    let routes = Router::new()
+    routing::Routes::new()
         .nest("/v1", v1)
         .nest("/api", api::router())
         .merge(health::router())
-        .route("/", get(|| async { axum::Json(Welcome::default()) }))
+        .route(
+            "/",
+            routing::get(|| async { axum::Json(Welcome::default()) }),
+        )
+}
+
+/// Each method and path the host serves, from the same calls that build its router: what a
+/// test that must try every route reads.
+#[must_use]
+pub fn route_table() -> Vec<routing::Route> {
+    routes().into_table()
+}
+
+/// The host's routes.
+pub fn router(state: HostState) -> Router {
+    let routes = routes()
+        .into_router()
         .fallback(|uri: axum::http::Uri| async move {
             ApiError::not_found(format!(
                 "there is no endpoint {}; GET / lists where the APIs are",

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use crate::extract::{JsonBody, TenantHeader};
 use crate::page::{Listed, Page, PageRequest, time_and_id};
 use crate::principals::Org;
+use crate::routing::Routes;
 use crate::{ApiError, HostState};
 
 /// The largest file `POST /v1/rag/{collection}/files` takes: 32 MiB.
@@ -461,9 +462,9 @@ pub async fn query(
 }
 
 /// The routes of managed retrieval.
-pub(crate) fn router() -> axum::Router<HostState> {
-    use axum::routing::{delete, get, post};
-    axum::Router::new()
+pub(crate) fn router() -> Routes {
+    use crate::routing::{delete, get, post};
+    Routes::new()
         .route("/rag", get(list_collections))
         .route("/rag/{collection}", post(create_collection))
         .route(
@@ -473,9 +474,7 @@ pub(crate) fn router() -> axum::Router<HostState> {
         .route("/rag/{collection}/documents/{id}", delete(delete_document))
         .route(
             "/rag/{collection}/files",
-            post(upload_file).layer(axum::extract::DefaultBodyLimit::max(
-                MAX_FILE_BYTES + 64 * 1024,
-            )),
+            post(upload_file).limit_body(MAX_FILE_BYTES + 64 * 1024),
         )
         .route("/rag/{collection}/query", post(query))
 }

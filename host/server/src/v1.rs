@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::extract::JsonBody;
 use crate::principals::Org;
+use crate::routing::Routes;
 use crate::{ApiError, HostState};
 
 /// `POST /v1/tenants`.
@@ -223,9 +224,9 @@ pub async fn models(State(state): State<HostState>, _org: Org) -> Json<Value> {
 }
 
 /// The routes of models, tenants and usage.
-pub(crate) fn router() -> axum::Router<HostState> {
-    use axum::routing::{get, post};
-    axum::Router::new()
+pub(crate) fn router() -> Routes {
+    use crate::routing::{get, post};
+    Routes::new()
         .route("/models", get(models))
         .route("/tenants", post(register_tenant))
         .route("/usage", get(usage))

@@ -1,10 +1,10 @@
 //! `GET /api/audit`: the tenant's audit log of cross-app calls, for its admins
 //! (`atrium_platform::audit`).
 
+use crate::routing::{Routes, get};
 use atrium_store::{AuditEntry, AuditFilter};
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::views::time;
@@ -140,6 +140,6 @@ pub async fn list(
 }
 
 /// The routes of the audit log.
-pub(super) fn router() -> Router<HostState> {
-    Router::new().route("/audit", get(list))
+pub(super) fn router() -> Routes {
+    Routes::new().route("/audit", get(list))
 }

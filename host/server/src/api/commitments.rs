@@ -1,10 +1,10 @@
 //! `/api/commitments`: the promises the tenant's apps' agents made (`commitments.add`), which
 //! the tenant's users list, filter and mark done or dismissed.
 
+use crate::routing::{Routes, get};
 use atrium_store::{CommitmentFilter, StoredCommitment};
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::views::time;
@@ -159,8 +159,8 @@ pub async fn patch(
 }
 
 /// The routes of commitments.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/commitments", get(list))
         .route("/commitments/{id}", get(detail).patch(patch))
 }

@@ -5,15 +5,15 @@
 
 use std::convert::Infallible;
 
+use crate::routing::{Routes, get, post};
 use atrium_platform::conversations::{self, MAX_MESSAGE_CHARS, Turn, TurnEvent};
 use atrium_platform::runner::RunEvent;
 use atrium_store::{Conversation, StoredMessage};
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -365,8 +365,8 @@ fn tokio_stream_from<T: Send + 'static>(
 }
 
 /// The routes of conversations.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/conversations", post(create).get(list))
         .route("/conversations/{id}", get(detail))
         .route("/conversations/{id}/messages", post(post_message))

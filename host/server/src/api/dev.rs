@@ -1,15 +1,14 @@
 //! `/api/dev`: the developer's account, the app registry and preflight.
 
+use crate::routing::{Routes, get, post, put};
 use atrium_manifest::project;
 use atrium_platform::registry::{PreflightRequest, Upload};
+use axum::Json;
 use axum::body::Bytes;
-use axum::extract::DefaultBodyLimit;
 use axum::extract::multipart::MultipartError;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Multipart, Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
 
 use super::registry;
 use super::views::{
@@ -522,8 +521,8 @@ pub async fn force_upgrade(
 const REGISTER_BODY_BYTES: usize = atrium_platform::registry::MAX_COMPONENT_BYTES + 8 * 1024 * 1024;
 
 /// The developer API's routes, under `/api/dev`.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/me", get(me))
         .route("/login", get(login))
         .route("/preflight", post(preflight))
@@ -532,7 +531,7 @@ pub(super) fn router() -> Router<HostState> {
         .route(
             "/apps/{slug}/versions",
             post(register)
-                .layer(DefaultBodyLimit::max(REGISTER_BODY_BYTES))
+                .limit_body(REGISTER_BODY_BYTES)
                 .get(list_versions),
         )
         .route(
@@ -541,9 +540,7 @@ pub(super) fn router() -> Router<HostState> {
         )
         .route(
             "/apps/{slug}/versions/{version}/bundle",
-            put(set_bundle).layer(DefaultBodyLimit::max(
-                atrium_platform::registry::BUNDLE_ARCHIVE_BYTES,
-            )),
+            put(set_bundle).limit_body(atrium_platform::registry::BUNDLE_ARCHIVE_BYTES),
         )
         .route("/apps/{slug}/versions/{version}/promote", post(promote))
         .route("/apps/{slug}/archive", post(archive))

@@ -2,12 +2,12 @@
 //! `atrium_platform::grants`). The caller side asks, the callee side approves with the agents
 //! it admits, either side revokes.
 
+use crate::routing::{Routes, get, post};
 use atrium_platform::grants::{self, GrantState};
 use atrium_store::Grant;
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::views::time;
@@ -187,8 +187,8 @@ pub async fn detail(
 }
 
 /// The routes of grants.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/grants", post(request).get(list))
         .route("/grants/{caller}/{callee}", get(detail))
         .route("/grants/{caller}/{callee}/approve", post(approve))

@@ -7,12 +7,12 @@
 //! - `GET /api/visions`, `GET /api/visions/{id}` (with every phase's output),
 //!   `POST /api/visions/{id}/approve|reject` (tenant user or admin).
 
+use crate::routing::{Routes, get, post};
 use atrium_platform::heartbeats::{self, RunSummary};
 use atrium_platform::visions::{self, Decision};
 use atrium_store::{HeartbeatRow, HeartbeatRun, Vision, VisionPhase};
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::views::time;
@@ -480,8 +480,8 @@ pub async fn reject(
 }
 
 /// The routes of heartbeats and visions.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/installs/{app}/heartbeats", get(list))
         .route("/installs/{app}/heartbeat-runs", get(runs))
         .route("/admin/data-feeds/{feed_id}/run-now", post(run_now))

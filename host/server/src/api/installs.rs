@@ -3,14 +3,14 @@
 //! tenant users (and admins) read them. Every query carries the caller's organization and
 //! tenant, taken from the token, never from the request.
 
+use crate::routing::{Routes, get, post, put};
 use atrium_manifest::{CrossAppDependency, InstallSetting, Manifest, RagSlot};
 use atrium_platform::registry::ActivateRequest;
 use atrium_platform::scopes;
 use atrium_store::Install;
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -623,8 +623,8 @@ pub async fn override_workflow(
 
 /// The tenant side's routes: the catalogue, installs, integrations, tool calls and inbound
 /// messages.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/apps", get(catalogue))
         .route("/apps/{app}/tools/{name}", post(call_tool))
         .route("/inbound/{channel}", post(inbound))
@@ -641,11 +641,11 @@ pub(super) fn router() -> Router<HostState> {
         .route("/installs/{app}/workflows", get(workflows))
         .route(
             "/installs/{app}/workflows/{workflow}",
-            axum::routing::patch(override_workflow),
+            crate::routing::patch(override_workflow),
         )
         .route(
             "/installs/{app}/agents/{agent}",
-            axum::routing::patch(edit_agent),
+            crate::routing::patch(edit_agent),
         )
         .route("/integrations", get(list_integrations))
         .route("/integrations/{provider}", put(put_integration))

@@ -5,12 +5,13 @@
 use atrium_platform::llm_roles::{self, Resolved, Role, Route};
 use atrium_platform::runner::{self, Limits};
 use atrium_store::{AgentLimitsRow, TenantKey};
+use axum::Json;
 use axum::extract::State;
-use axum::{Json, Router};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::views::time;
 use crate::principals::{TenantAdmin, TenantUser};
+use crate::routing::Routes;
 use crate::{ApiError, HostState, JsonBody};
 
 /// A role as answered.
@@ -261,6 +262,6 @@ pub async fn put(
 }
 
 /// The routes of a tenant's model roles.
-pub(super) fn router() -> Router<HostState> {
-    Router::new().route("/llm-settings", axum::routing::get(get).put(put))
+pub(super) fn router() -> Routes {
+    Routes::new().route("/llm-settings", crate::routing::get(get).put(put))
 }

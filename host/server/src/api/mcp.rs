@@ -3,15 +3,15 @@
 //! ([`crate::principals::AppCaller`]). A component reaches the same capabilities through its
 //! imports; both go through the same checks and the same agent runner.
 
+use crate::routing::{Routes, post};
 use atrium_manifest::sandbox::{
     self, ChainContext, ChainHeaderError, HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS,
 };
 use atrium_platform::calls;
 use atrium_platform::runner::RunUsage;
+use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::routing::post;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use crate::principals::AppCaller;
@@ -261,8 +261,8 @@ pub async fn rooms_post(
 }
 
 /// The routes for apps outside the runtime.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/mcp/agent-invoke", post(agent_invoke))
         .route("/mcp/rooms-post", post(rooms_post))
 }

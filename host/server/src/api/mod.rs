@@ -20,15 +20,14 @@ mod tenant_tokens;
 pub mod views;
 mod wires;
 
-use axum::Router;
-use axum::routing::get;
+use crate::routing::{Routes, get};
 
 use crate::{ApiError, HostState};
 
 /// The routes under `/api`: each module's own router, merged. A capability adds its module
 /// and one line here.
-pub fn router() -> Router<HostState> {
-    Router::new()
+pub(crate) fn router() -> Routes {
+    Routes::new()
         .nest("/dev", dev::router().merge(secrets::router()))
         .route("/scopes", get(dev::scopes))
         .merge(tenant_tokens::router())

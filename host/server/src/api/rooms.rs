@@ -7,18 +7,18 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use crate::routing::{Routes, delete, get};
 use atrium_manifest::sandbox::ChainContext;
 use atrium_platform::Refusal;
 use atrium_platform::rooms::{
     self, Delivery, MessageSender, Next, Participant, PostedMessage, Rooms, Subscription,
 };
 use atrium_store::{MemberKind, Room, RoomMember, RoomMessage, TenantPrincipal, TenantRole};
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
-use axum::{Json, Router};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -570,12 +570,15 @@ pub async fn stream(
 }
 
 /// The routes of rooms (the spec's paths end in `/`; both forms are served).
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/agent-rooms", get(list).post(create))
         .route("/agent-rooms/", get(list).post(create))
         .route("/agent-rooms/{id}", get(detail))
-        .route("/agent-rooms/{id}/members", axum::routing::post(add_member))
+        .route(
+            "/agent-rooms/{id}/members",
+            crate::routing::post(add_member),
+        )
         .route("/agent-rooms/{id}/members/{key}", delete(remove_member))
         .route(
             "/agent-rooms/{id}/messages",

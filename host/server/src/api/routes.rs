@@ -15,15 +15,15 @@ use atrium_platform::registry::Actor;
 use atrium_platform::serving::routes::{self, BodyRefusal, RouteTarget};
 use atrium_platform::serving::{ServeError, Serving};
 use atrium_runtime::CallError;
+use axum::Json;
 use axum::body::{Body, Bytes};
-use axum::extract::DefaultBodyLimit;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, Request, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::{Json, Router};
 
 use crate::principals::TenantUser;
+use crate::routing::Routes;
 use crate::{ApiError, HostState};
 
 /// `ANY /api/apps/{app}/routes/{*path}` (tenant user or admin).
@@ -181,16 +181,17 @@ fn split_path(uri: &Uri, skip: usize) -> (String, String) {
 }
 
 /// The routes into apps' HTTP routes: a tenant's session, and the public ones.
-pub(super) fn router() -> Router<HostState> {
-    let limit = || DefaultBodyLimit::max(atrium_platform::serving::routes::MAX_BODY_BYTES);
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route(
             "/apps/{app}/routes/{*path}",
-            axum::routing::any(session).layer(limit()),
+            crate::routing::any(session)
+                .limit_body(atrium_platform::serving::routes::MAX_BODY_BYTES),
         )
         .route(
             "/apps/{app}/public/t/{tenant}/{*path}",
-            axum::routing::any(public).layer(limit()),
+            crate::routing::any(public)
+                .limit_body(atrium_platform::serving::routes::MAX_BODY_BYTES),
         )
 }
 

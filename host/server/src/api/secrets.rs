@@ -1,13 +1,14 @@
 //! `/api/dev/apps/{slug}/secrets`: an app's dev-default secrets. Values go in and never come
 //! back out.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::{Json, Router};
 
 use super::registry;
 use super::views::{PutSecret, SecretList, SecretView};
 use crate::principals::Dev;
+use crate::routing::Routes;
 use crate::{ApiError, HostState, JsonBody};
 
 /// Sets a secret: 201 when new, 200 when replaced.
@@ -61,11 +62,11 @@ pub async fn delete(
 }
 
 /// The routes of an app's dev-default secrets, under `/api/dev`.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
-        .route("/apps/{slug}/secrets", axum::routing::get(list))
+pub(super) fn router() -> Routes {
+    Routes::new()
+        .route("/apps/{slug}/secrets", crate::routing::get(list))
         .route(
             "/apps/{slug}/secrets/{key}",
-            axum::routing::put(put).get(get).delete(delete),
+            crate::routing::put(put).get(get).delete(delete),
         )
 }

@@ -1,10 +1,10 @@
 //! `/api/tenant/settings`: the settings a tenant's admin changes for the whole tenant. Any
 //! user of the tenant reads them (a tenant token); only its admin replaces them.
 
+use crate::routing::{Routes, get};
 use atrium_platform::tenant_settings;
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use crate::principals::{TenantAdmin, TenantUser};
@@ -70,6 +70,6 @@ pub async fn put_settings(
 }
 
 /// The routes of the tenant's settings.
-pub(super) fn router() -> Router<HostState> {
-    Router::new().route("/tenant/settings", get(get_settings).put(put_settings))
+pub(super) fn router() -> Routes {
+    Routes::new().route("/tenant/settings", get(get_settings).put(put_settings))
 }

@@ -1,14 +1,14 @@
 //! `/api/tenants/{tenant}/tokens`: an organization key holder issues, lists and revokes the
 //! tokens of a tenant's admins and users; `/api/tenant/me`: who a tenant token speaks for.
 
+use crate::routing::{Routes, get, post};
 use atrium_store::{
     NewTenantToken, TenantPrincipal, TenantRole, TenantToken, check_display_name, check_tenant_id,
     check_user_id,
 };
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::views::time;
@@ -230,12 +230,12 @@ pub async fn me(TenantUser(principal): TenantUser) -> Json<TenantMe> {
 }
 
 /// The routes of tenant tokens.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/tenants/{tenant}/tokens", post(create).get(list))
         .route(
             "/tenants/{tenant}/tokens/{id}",
-            axum::routing::delete(revoke),
+            crate::routing::delete(revoke),
         )
         .route("/tenant/me", get(me))
 }

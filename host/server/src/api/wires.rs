@@ -3,12 +3,12 @@
 //! manifest declares, the emitter side approves, either side revokes; events flow only over an
 //! active wire.
 
+use crate::routing::{Routes, get, post};
 use atrium_platform::wires::{self, WireRequest, WireState};
 use atrium_store::{Wire, WireFilter};
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::views::time;
@@ -213,8 +213,8 @@ pub async fn detail(
 }
 
 /// The routes of wires.
-pub(super) fn router() -> Router<HostState> {
-    Router::new()
+pub(super) fn router() -> Routes {
+    Routes::new()
         .route("/wires", post(propose).get(list))
         .route("/wires/{id}", get(detail))
         .route("/wires/{id}/approve", post(approve))
