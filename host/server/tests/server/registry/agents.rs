@@ -510,6 +510,107 @@ async fn a_platform_tool_refuses_a_component_and_a_model_alike() {
     }
 }
 
+/// A delegation's refusal is the same whichever entry point meets the fault: the app's own
+/// `team.delegate`, the model's `team-delegate` tool and `/api/mcp/agent-invoke` reach one
+/// function, whose team check gives each the same reason, and each try is one `refused` entry
+/// in the audit log. The model's arguments are read as a platform tool's are.
+#[tokio::test]
+async fn a_delegation_is_refused_alike_through_every_entry_point() {
+    let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+    for (store, _dir) in stores().await {
+        let Agents {
+            host,
+            app,
+            acme,
+            admin,
+            user,
+        } = Agents::start(&store, &component, "delegates").await;
+        let model = host.fakes.upstream("mistral");
+        let reason = "team delegation denied: `ghost` is not in the team of `lead`";
+
+        let by_app = platform(
+            &host,
+            &app,
+            &user,
+            json!({"op": "delegate", "target": "ghost", "prompt": "p", "from": "lead"}),
+        )
+        .await;
+        let app_reason = by_app["err"]["reason"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{by_app}"));
+        assert!(app_reason.starts_with(reason), "{app_reason}");
+
+        model.forget_requests();
+        model.script([
+            Reply::tool_calls([
+                ToolCall::new(
+                    "c1",
+                    "team-delegate",
+                    json!({"agent": "ghost", "prompt": "p"}),
+                ),
+                ToolCall::new("c2", "team-delegate", json!({"agent": 7, "prompt": "p"})),
+                ToolCall::new(
+                    "c3",
+                    "team-delegate",
+                    json!({"agent": "helper", "prompt": "p", "urgent": true}),
+                ),
+            ]),
+            Reply::text("Noted"),
+        ]);
+        let result = platform(&host, &app, &user, ask("lead", "Delegate")).await;
+        assert_eq!(result["ok"], "Noted", "{result}");
+        let answers = tool_answers(&model.last().unwrap().body);
+        assert_eq!(answers[0]["error"]["kind"], "denied", "{answers:?}");
+        assert_eq!(answers[0]["error"]["message"], app_reason, "{answers:?}");
+        assert_eq!(answers[1]["error"]["kind"], "invalid_arguments");
+        assert_eq!(
+            answers[1]["error"]["message"],
+            "`agent`: must be a string of 1 to 200 characters"
+        );
+        assert_eq!(answers[2]["error"]["kind"], "invalid_arguments");
+        let unknown = answers[2]["error"]["message"].as_str().unwrap();
+        assert!(unknown.contains("urgent"), "{unknown}");
+        let shown = model.requests()[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["function"]["name"] == "team-delegate")
+            .map(|t| t["function"]["parameters"].clone())
+            .unwrap();
+        assert_eq!(shown["properties"]["agent"]["enum"], json!(["helper"]));
+        assert_eq!(shown["additionalProperties"], false, "{shown}");
+
+        let token = host.app_token(&acme.org_id, "shop", &app);
+        let response = reqwest::Client::new()
+            .post(format!("{}/api/mcp/agent-invoke", host.base()))
+            .bearer_auth(token)
+            .json(&json!({"agent": "ghost", "prompt": "p", "from_agent": "lead"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "agent_call_refused", "{body}");
+        assert_eq!(body["error"]["message"], app_reason, "{body}");
+
+        let (status, log) = host
+            .get(
+                &format!("/api/audit?kind=delegate&caller_app={app}&limit=200"),
+                &admin,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{log}");
+        let refused = log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["target"] == "ghost" && e["outcome"] == "refused")
+            .count();
+        assert_eq!(refused, 3, "one entry per entry point: {log}");
+        host.stop().await;
+    }
+}
+
 /// `POST /api/mcp/agent-invoke` with the app tokens the host issues to calls outside the
 /// runtime: the team checks, the depth limit at hop 9, the chain the token carries as a floor,
 /// and another tenant or organization.

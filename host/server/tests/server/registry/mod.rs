@@ -17,6 +17,7 @@ mod heartbeat_claims;
 mod heartbeats;
 mod hooks;
 mod installs;
+mod isolation;
 mod preflight;
 mod refusals;
 mod room_streams;
@@ -132,6 +133,27 @@ impl Host {
             issuer,
             fakes,
         }
+    }
+
+    /// An `APP_MCP_TOKEN` of `app` (1.0.0) for `tenant` of organization `org`, as the host
+    /// issues one to a call outside the runtime: at chain depth 1, no agent visited.
+    pub(super) fn app_token(&self, org: &str, tenant: &str, app: &str) -> String {
+        use atrium_platform::identity::app_token::{APP_TOKEN_TTL, AppToken};
+        self.issuer
+            .issue_app_token(
+                &AppToken {
+                    org_id: org.to_owned(),
+                    tenant_id: tenant.to_owned(),
+                    user_id: None,
+                    app_slug: app.to_owned(),
+                    version: "1.0.0".into(),
+                    call_id: "call-test".into(),
+                    chain_depth: 1,
+                    visited_agents: Vec::new(),
+                },
+                APP_TOKEN_TTL,
+            )
+            .unwrap()
     }
 
     /// Stops the host; its data directory goes after it.
@@ -254,6 +276,57 @@ impl Host {
         found.sort();
         found
     }
+}
+
+/// A host that the tests of this binary which ask for it share, on one store: started once,
+/// on a runtime of its own that lives as long as the test binary (a test's own runtime ends
+/// with the test, and a host started on it would stop with it). Each test that shares it makes
+/// its own app, organization and tenants, so that tests running at once never meet.
+pub(super) struct Shared {
+    /// The host.
+    pub(super) host: Host,
+    /// Its store.
+    pub(super) store: Store,
+    /// Held by a test whose checks count the calls of the host's fake model providers, which
+    /// every sharing test reaches.
+    pub(super) fakes_alone: tokio::sync::Mutex<()>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// The shared hosts: one on SQLite and, with `ATRIUM_TEST_DATABASE_URL`, one on PostgreSQL.
+/// Their data directories outlive the test binary's run, as nothing drops a static; they are
+/// temporary directories like every test's.
+pub(super) async fn shared() -> &'static [Shared] {
+    static HOSTS: tokio::sync::OnceCell<Vec<Shared>> = tokio::sync::OnceCell::const_new();
+    HOSTS
+        .get_or_init(|| async {
+            let (started, hosts) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("shared-hosts".into())
+                .spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(2)
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    runtime.block_on(async move {
+                        let mut hosts = Vec::new();
+                        for (store, dir) in crate::stores().await {
+                            hosts.push(Shared {
+                                host: Host::start(&store).await,
+                                store,
+                                fakes_alone: tokio::sync::Mutex::new(()),
+                                _dir: dir,
+                            });
+                        }
+                        let _ = started.send(hosts);
+                        std::future::pending::<()>().await;
+                    });
+                })
+                .unwrap();
+            hosts.await.expect("the shared hosts started")
+        })
+        .await
 }
 
 /// A registry over `store` and the data directory `data` (artifacts, bundles) that seals

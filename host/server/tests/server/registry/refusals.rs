@@ -122,24 +122,7 @@ async fn a_refused_body_names_the_field_on_every_json_endpoint() {
     let admin = host.tenant_token(&acme.secret, "shop", "admin").await;
     let user = host.tenant_token(&acme.secret, "shop", "user").await;
     host.activate(&app, &admin, &super::rooms::ROOMS).await;
-    let app_token = {
-        use atrium_platform::identity::app_token::{APP_TOKEN_TTL, AppToken};
-        host.issuer
-            .issue_app_token(
-                &AppToken {
-                    org_id: acme.org_id.clone(),
-                    tenant_id: "shop".into(),
-                    user_id: None,
-                    app_slug: app.clone(),
-                    version: "1.0.0".into(),
-                    call_id: "call-fields".into(),
-                    chain_depth: 1,
-                    visited_agents: Vec::new(),
-                },
-                APP_TOKEN_TTL,
-            )
-            .unwrap()
-    };
+    let app_token = host.app_token(&acme.org_id, "shop", &app);
     let token = |who: Who| -> String {
         match who {
             Who::Admin => admin.clone(),
