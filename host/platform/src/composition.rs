@@ -246,9 +246,13 @@ pub struct Shared {
     pub metering: Option<atrium_store::Metering>,
 }
 
-/// The platform of one host (see the module docs); cloning shares it.
+/// The platform of one host (see the module docs); cloning shares it (one reference count:
+/// the host's state, cloned for every request, holds it).
 #[derive(Clone)]
-pub struct Platform {
+pub struct Platform(Arc<Composed>);
+
+/// What a [`Platform`] shares.
+struct Composed {
     registry: Registry,
     identity: Arc<Identity>,
     serving: Serving,
@@ -259,8 +263,8 @@ pub struct Platform {
 impl std::fmt::Debug for Platform {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Platform")
-            .field("registry", &self.registry)
-            .field("heartbeats", &self.heartbeats)
+            .field("registry", &self.0.registry)
+            .field("heartbeats", &self.0.heartbeats)
             .finish_non_exhaustive()
     }
 }
@@ -289,38 +293,38 @@ impl Platform {
             crate::install_platform::for_install,
         );
         let heartbeats = Scheduler::new(serving.clone(), config.heartbeats.clone(), host);
-        Platform {
+        Platform(Arc::new(Composed {
             registry,
             identity,
             serving,
             heartbeats,
             config,
-        }
+        }))
     }
 
     /// The app registry.
     pub fn registry(&self) -> &Registry {
-        &self.registry
+        &self.0.registry
     }
 
     /// Developer and app tokens.
     pub fn identity(&self) -> &Arc<Identity> {
-        &self.identity
+        &self.0.identity
     }
 
     /// Calls into installed apps, and the services they reach.
     pub fn serving(&self) -> &Serving {
-        &self.serving
+        &self.0.serving
     }
 
     /// The heartbeat scheduler (heartbeats and vision phases).
     pub fn heartbeats(&self) -> &Scheduler {
-        &self.heartbeats
+        &self.0.heartbeats
     }
 
     /// The configuration the platform was built from.
     pub fn config(&self) -> &PlatformConfig {
-        &self.config
+        &self.0.config
     }
 
     /// The capabilities' background jobs, in the order they start (they stop in the reverse
@@ -328,18 +332,18 @@ impl Platform {
     /// heartbeat scheduler.
     pub fn jobs(&self) -> Vec<Box<dyn Job>> {
         vec![
-            Box::new(crate::serving::Schedules(self.serving.clone())),
+            Box::new(crate::serving::Schedules(self.0.serving.clone())),
             Box::new(crate::room_streams::RoomListener(
-                self.serving.rooms().clone(),
+                self.0.serving.rooms().clone(),
             )),
-            Box::new(crate::heartbeats::Heartbeats(self.heartbeats.clone())),
+            Box::new(crate::heartbeats::Heartbeats(self.0.heartbeats.clone())),
         ]
     }
 
     /// Ends what never ends on its own (the room streams), so that a graceful shutdown can
     /// finish the requests in flight.
     pub fn close(&self) {
-        self.serving.rooms().close();
+        self.0.serving.rooms().close();
     }
 }
 

@@ -61,8 +61,9 @@ pub struct HostState {
     /// capability's service, composed once ([`atrium_platform::Platform`]).
     pub platform: Option<atrium_platform::Platform>,
     /// What the platform was composed from, kept so that it is composed again when the
-    /// state gains what it shares (retrieval).
-    parts: Option<atrium_platform::PlatformParts>,
+    /// state gains what it shares (retrieval); shared, as the state is cloned for every
+    /// request.
+    parts: Option<std::sync::Arc<atrium_platform::PlatformParts>>,
     /// The rate limits and the global shedding (docs/api.md, "Limits and overload").
     pub limiter: std::sync::Arc<overload::Limiter>,
     /// The background jobs: the metering writer from the start, the rest while [`serve`]
@@ -105,7 +106,7 @@ impl HostState {
     /// shares with it. The order of the `with_*` calls does not matter: the platform is
     /// composed again from whatever the state has, each time.
     pub fn with_platform(mut self, parts: atrium_platform::PlatformParts) -> Self {
-        self.parts = Some(parts);
+        self.parts = Some(std::sync::Arc::new(parts));
         self.wired()
     }
 
@@ -131,7 +132,8 @@ impl HostState {
         };
         self.platform = self
             .parts
-            .clone()
+            .as_deref()
+            .cloned()
             .map(|parts| atrium_platform::Platform::new(parts, shared));
         self
     }
