@@ -172,7 +172,7 @@ fn main() {
             client
                 .post(format!("{base}/api/grants"))
                 .bearer_auth(&admin)
-                .json(&json!({"caller_app": emitter, "callee_app": callee, "agents": ["__route__"]})),
+                .json(&json!({"caller_app": emitter, "callee_app": callee, "allowed_agents": ["__route__"]})),
             "grant",
         )
         .await;

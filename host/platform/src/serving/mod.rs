@@ -343,6 +343,49 @@ pub(crate) fn knowledge_of(install: &Install, manifest: &atrium_manifest::Manife
 }
 
 impl Serving {
+    /// Activates `app` for `tenant` as `request` asks ([`Registry::activate`]) and, on its
+    /// first activation, runs `on_install` (undoing the activation when it fails): a tenant
+    /// admin's activation whichever entry point asks for it.
+    pub async fn activate(
+        &self,
+        tenant: &Actor,
+        app: &str,
+        request: &crate::registry::ActivateRequest,
+    ) -> Result<crate::registry::Activated, ServeError> {
+        let activated = self.registry().activate(tenant, app, request).await?;
+        self.after_activation(tenant, &activated.install, activated.first)
+            .await?;
+        Ok(activated)
+    }
+
+    /// Deactivates `tenant`'s install of `app` and runs its `on_uninstall`.
+    pub async fn deactivate(&self, tenant: &Actor, app: &str) -> Result<Install, ServeError> {
+        let install = self.registry().deactivate(tenant, app).await?;
+        self.after_deactivation(tenant, &install).await?;
+        Ok(install)
+    }
+
+    /// Changes the settings of the install of `app` in its developer's dev tenant `tenant`
+    /// ([`Registry::set_dev_settings`]); an install that is activated by it for the first time
+    /// runs `on_install`, as a tenant's activation does.
+    pub async fn set_dev_settings(
+        &self,
+        tenant: &Actor,
+        app: &atrium_store::App,
+        settings: &serde_json::Map<String, Value>,
+    ) -> Result<crate::registry::DevSettings, ServeError> {
+        let changed = self
+            .registry()
+            .set_dev_settings(tenant, app, settings)
+            .await?;
+        if changed.first
+            && let Some(install) = &changed.install
+        {
+            self.after_activation(tenant, install, true).await?;
+        }
+        Ok(changed)
+    }
+
     /// Runs `on_install` after the first activation of a component app that declares it (the
     /// activation itself proposed the event wires and created the visions its version declares:
     /// `Registry::activate`). When the hook fails the activation is undone (the install

@@ -488,18 +488,10 @@ pub async fn patch_settings(
     let registry = registry(&state)?;
     let app = registry.owned_app(&dev, &slug).await?;
     let actor = dev_tenant(&dev, &slug)?;
-    let changed = registry
+    let changed = state
+        .serving()?
         .set_dev_settings(&actor, &app, &body.settings)
         .await?;
-    // A first activation runs `on_install`, as a tenant's activation does.
-    if changed.first
-        && let Some(install) = &changed.install
-    {
-        state
-            .serving()?
-            .after_activation(&actor, install, changed.first)
-            .await?;
-    }
     Ok(Json(DevSettingsView::new(&actor.tenant, &app, changed)))
 }
 

@@ -223,10 +223,8 @@ pub async fn activate(
     Path(app): Path<String>,
     OptionalJsonBody(request): OptionalJsonBody<ActivateRequest>,
 ) -> Result<(StatusCode, Json<InstallView>), ApiError> {
-    let who = actor(&tenant);
-    let activated = registry(&state)?.activate(&who, &app, &request).await?;
-    serving(&state)?
-        .after_activation(&who, &activated.install, activated.first)
+    let activated = serving(&state)?
+        .activate(&actor(&tenant), &app, &request)
         .await?;
     let status = if activated.first {
         StatusCode::CREATED
@@ -242,10 +240,7 @@ pub async fn deactivate(
     TenantAdmin(tenant): TenantAdmin,
     Path(app): Path<String>,
 ) -> Result<Json<InstallView>, ApiError> {
-    let install = state.store.deactivate(&tenant.key().install(&app)).await?;
-    serving(&state)?
-        .after_deactivation(&actor(&tenant), &install)
-        .await?;
+    let install = serving(&state)?.deactivate(&actor(&tenant), &app).await?;
     Ok(Json(view(&state, install).await?))
 }
 

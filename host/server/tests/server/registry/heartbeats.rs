@@ -6,6 +6,9 @@
 //! inference, failures counted to disabling, run-now and re-enabling, the wake by an event,
 //! the vision loop with approval and both budgets, and every endpoint tried from another
 //! tenant and another organization. Claims by several hosts: `heartbeat_claims`.
+//!
+//! Each rule is a test of its own. A tick scans every tenant's rows, so a test that ticks keeps
+//! a host and a database of its own ([`Beats::start`]) rather than the binary's shared hosts.
 
 use atrium_fake_llm::Reply;
 use atrium_platform::heartbeats::{Scheduler, TickReport};
@@ -218,56 +221,133 @@ async fn tick(scheduler: &Scheduler, now: Timestamp) -> TickReport {
     scheduler.tick(now).await.unwrap()
 }
 
-#[tokio::test]
-async fn heartbeats_and_visions_run_by_the_rules() {
-    let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
-    for (store, _dir, _) in own_stores("heartbeat_rules").await {
-        let host = Host::start(&store).await;
-        let (_, dev) = host.sign_up("ada", true).await;
-        let (app, emitter) = (slug("beats"), slug("emitter"));
-        let probe = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
-            .unwrap()
-            .replace("app_id: probe", &format!("app_id: {emitter}"))
-            .replace("probe.read", "tasks.read")
-            .replace("probe.write", "tasks.write");
-        host.publish(&emitter, &dev, &probe, &component).await;
-        host.publish(&app, &dev, &manifest(&app, &emitter), &component)
-            .await;
-        let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
-        let admin = host.tenant_token(&acme.secret, "shop", "admin").await;
-        let user = host.tenant_token(&acme.secret, "shop", "user").await;
-        let other_tenant = host.tenant_token(&acme.secret, "kiosk", "admin").await;
-        let globex = store.create_key(&unique("globex"), "ops").await.unwrap();
-        let other_org = host.tenant_token(&globex.secret, "shop", "admin").await;
-        let (status, body) = host
-            .put(
-                "/api/llm-settings",
-                &admin,
-                Body::Json(json!({"roles": {
-                    "fast": {"provider": "mistral"}, "specialist": {"provider": "mistral"},
-                    "orchestrator": {"provider": "mistral"},
-                }})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let (status, body) = host
-            .put(
-                "/api/tenant/settings",
-                &admin,
-                Body::Json(json!({"time_zone": "Europe/Berlin"})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        host.activate(&emitter, &admin, &["tasks.read", "tasks.write"])
-            .await;
-        // No project yet: no vision.
-        host.activate(&app, &admin, SCOPES).await;
-        let model = host.fakes.upstream("mistral");
-        let sched = &host.scheduler;
+/// A host on a database of its own with the probe published twice: an emitter, and the app
+/// whose agents declare the heartbeats and visions above; both installed for tenant `shop`
+/// (Berlin time, its model roles on Mistral, the fake), with its admin and user, and an admin
+/// of another tenant and of another organization.
+struct Beats {
+    host: Host,
+    dev: String,
+    component: Vec<u8>,
+    app: String,
+    emitter: String,
+    admin: String,
+    user: String,
+    other_tenant: String,
+    other_org: String,
+}
 
-        // Rule: rows at activation, active, not yet scheduled; another tenant and another
+/// The first tick's instant: Saturday 29 March 2031, noon UTC.
+fn t0() -> Timestamp {
+    at("2031-03-29T12:00:00Z")
+}
+
+impl Beats {
+    /// One for each store, each database named after `name` (unique per test).
+    async fn start(name: &str) -> Vec<(Beats, Option<tempfile::TempDir>)> {
+        let component = std::fs::read(atrium_test_artifacts::PROBE).unwrap();
+        let mut all = Vec::new();
+        for (store, dir, _) in own_stores(name).await {
+            let host = Host::start(&store).await;
+            let (_, dev) = host.sign_up("ada", true).await;
+            let (app, emitter) = (slug("beats"), slug("emitter"));
+            let probe = std::fs::read_to_string(atrium_test_artifacts::PROBE_MANIFEST)
+                .unwrap()
+                .replace("app_id: probe", &format!("app_id: {emitter}"))
+                .replace("probe.read", "tasks.read")
+                .replace("probe.write", "tasks.write");
+            host.publish(&emitter, &dev, &probe, &component).await;
+            host.publish(&app, &dev, &manifest(&app, &emitter), &component)
+                .await;
+            let acme = store.create_key(&unique("acme"), "ops").await.unwrap();
+            let admin = host.tenant_token(&acme.secret, "shop", "admin").await;
+            let user = host.tenant_token(&acme.secret, "shop", "user").await;
+            let other_tenant = host.tenant_token(&acme.secret, "kiosk", "admin").await;
+            let globex = store.create_key(&unique("globex"), "ops").await.unwrap();
+            let other_org = host.tenant_token(&globex.secret, "shop", "admin").await;
+            let (status, body) = host
+                .put(
+                    "/api/llm-settings",
+                    &admin,
+                    Body::Json(json!({"roles": {
+                        "fast": {"provider": "mistral"}, "specialist": {"provider": "mistral"},
+                        "orchestrator": {"provider": "mistral"},
+                    }})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            let (status, body) = host
+                .put(
+                    "/api/tenant/settings",
+                    &admin,
+                    Body::Json(json!({"time_zone": "Europe/Berlin"})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            host.activate(&emitter, &admin, &["tasks.read", "tasks.write"])
+                .await;
+            // No project yet: no vision.
+            host.activate(&app, &admin, SCOPES).await;
+            let beats = Beats {
+                host,
+                dev,
+                component: component.clone(),
+                app,
+                emitter,
+                admin,
+                user,
+                other_tenant,
+                other_org,
+            };
+            all.push((beats, dir));
+        }
+        all
+    }
+
+    fn sched(&self) -> &Scheduler {
+        &self.host.scheduler
+    }
+
+    fn model(&self) -> atrium_fake_llm::Upstream {
+        self.host.fakes.upstream("mistral")
+    }
+
+    async fn row(&self, slug: &str) -> Value {
+        row(&self.host, &self.user, &self.app, slug).await
+    }
+
+    async fn next_run(&self, slug: &str) -> Timestamp {
+        next_run(&self.host, &self.user, &self.app, slug).await
+    }
+
+    /// The first tick, which computes every row's next run.
+    async fn first_tick(&self) -> TickReport {
+        tick(self.sched(), t0()).await
+    }
+
+    /// `POST /api/admin/data-feeds/{feed}/{action}` as `token`.
+    async fn feed(&self, feed: &str, action: &str, token: &str) -> (StatusCode, Value) {
+        self.host
+            .post(
+                &format!("/api/admin/data-feeds/{feed}/{action}"),
+                token,
+                Body::None,
+            )
+            .await
+    }
+
+    async fn stop(self) {
+        self.host.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn rows_made_at_activation_are_scheduled_by_the_first_tick_in_the_tenant_s_zone() {
+    for (beats, _dir) in Beats::start("heartbeat_schedule").await {
+        let (host, app) = (&beats.host, &beats.app);
+        // Rows at activation, active, not yet scheduled; another tenant and another
         // organization see no install.
-        let listed = rows(&host, &user, &app).await;
+        let listed = rows(host, &beats.user, app).await;
         let slugs: Vec<&str> = listed.iter().map(|r| r["slug"].as_str().unwrap()).collect();
         assert_eq!(slugs, ["daytime", "nightly", "overdue", "ping", "risky"]);
         for r in &listed {
@@ -276,7 +356,7 @@ async fn heartbeats_and_visions_run_by_the_rules() {
             assert!(r["next_run_at"].is_null(), "{r}");
             assert!(r["id"].as_str().unwrap().starts_with("hb_"), "{r}");
         }
-        for token in [&other_tenant, &other_org] {
+        for token in [&beats.other_tenant, &beats.other_org] {
             let (status, body) = host
                 .get(&format!("/api/installs/{app}/heartbeats"), token)
                 .await;
@@ -290,59 +370,69 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         // The first tick computes every next run, in the tenant's zone. Sunday 30 March 2031
         // is the night Berlin's clocks go forward: 02:30 does not exist and runs once, at
         // 03:00 CEST (01:00 UTC).
-        let t0 = at("2031-03-29T12:00:00Z");
-        model.forget_requests();
-        let report = tick(sched, t0).await;
+        let t0 = t0();
+        let report = beats.first_tick().await;
         assert_eq!(report.scheduled, 5, "{report:?}");
         assert!(report.runs.is_empty(), "{report:?}");
-        assert_eq!(
-            next_run(&host, &user, &app, "nightly").await,
-            at("2031-03-30T01:00:00Z")
-        );
-        assert_eq!(
-            next_run(&host, &user, &app, "risky").await,
-            at("2031-03-31T06:00:00Z")
-        );
-        assert_eq!(
-            next_run(&host, &user, &app, "ping").await,
-            at("2031-03-31T07:00:00Z")
-        );
-        let overdue_at = next_run(&host, &user, &app, "overdue").await;
+        assert_eq!(beats.next_run("nightly").await, at("2031-03-30T01:00:00Z"));
+        assert_eq!(beats.next_run("risky").await, at("2031-03-31T06:00:00Z"));
+        assert_eq!(beats.next_run("ping").await, at("2031-03-31T07:00:00Z"));
+        let overdue_at = beats.next_run("overdue").await;
         assert!(
             overdue_at > t0 && overdue_at <= t0 + minutes(60),
             "{overdue_at}"
         );
-        let daytime_at = next_run(&host, &user, &app, "daytime").await;
+        let daytime_at = beats.next_run("daytime").await;
         assert!(
             daytime_at > t0 && daytime_at <= t0 + minutes(5),
             "{daytime_at}"
         );
         // The same tick on another instant: nothing runs before its time.
-        assert!(tick(sched, t0).await.runs.is_empty());
+        assert!(tick(beats.sched(), t0).await.runs.is_empty());
+        beats.stop().await;
+    }
+}
 
-        // The pre-filter finds nothing: an idle run, no model call. Cooldown (900 s) skips the
-        // next two five-minute runs silently; the third runs.
-        let report = tick(sched, daytime_at).await;
+#[tokio::test]
+async fn a_pre_filter_that_finds_nothing_calls_no_model_and_cooldown_skips_runs_silently() {
+    for (beats, _dir) in Beats::start("heartbeat_cooldown").await {
+        let model = beats.model();
+        beats.first_tick().await;
+        model.forget_requests();
+        let calls = model.calls();
+        // An idle run, no model call. Cooldown (900 s) skips the next two five-minute runs
+        // silently; the third runs.
+        let daytime_at = beats.next_run("daytime").await;
+        let report = tick(beats.sched(), daytime_at).await;
         assert_eq!(ran(&report, "daytime").outcome, "idle");
         assert_eq!(ran(&report, "daytime").records, Some(0));
         for n in [5, 10] {
-            let report = tick(sched, daytime_at + minutes(n)).await;
+            let report = tick(beats.sched(), daytime_at + minutes(n)).await;
             assert!(
                 report.runs.iter().all(|r| r.slug != "daytime"),
                 "{report:?}"
             );
             assert!(report.skipped >= 1, "{report:?}");
         }
-        let report = tick(sched, daytime_at + minutes(15)).await;
+        let report = tick(beats.sched(), daytime_at + minutes(15)).await;
         assert_eq!(ran(&report, "daytime").outcome, "idle");
-        assert_eq!(model.calls(), 0);
+        assert_eq!(model.calls(), calls);
+        beats.stop().await;
+    }
+}
 
+#[tokio::test]
+async fn a_run_with_records_answers_in_its_thread_and_suppression_escalation_and_outages_hold() {
+    for (beats, _dir) in Beats::start("heartbeat_overdue").await {
+        let (host, app, admin, user) = (&beats.host, &beats.app, &beats.admin, &beats.user);
+        let (model, sched) = (beats.model(), beats.sched());
+        beats.first_tick().await;
         // An overdue invoice: the agent runs with it as context, at the standard tier's role,
         // in its dedicated thread; the reply is kept, remembered, and a commitment inferred.
-        let put = set_invoice(&host, &app, &admin, "inv-7", "overdue").await;
+        let put = set_invoice(host, app, admin, "inv-7", "overdue").await;
         assert_eq!(put["ok"]["id"], "inv-7", "{put}");
-        // (It may have run, idle, at one of the ticks above: its next run now.)
-        let overdue_at = next_run(&host, &user, &app, "overdue").await;
+        let overdue_at = beats.next_run("overdue").await;
+        model.forget_requests();
         model.script([
             Reply::text("Invoice inv-7 is overdue. I will call the payer by Friday."),
             Reply::text(
@@ -362,14 +452,14 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         assert!(asked.contains("Chase the overdue invoices."), "{asked}");
         assert!(asked.contains("inv-7"), "{asked}");
         assert!(asked.contains("payer@example.com"), "{asked}");
-        let (_, body) = host.get("/api/commitments?agent=lead", &user).await;
+        let (_, body) = host.get("/api/commitments?agent=lead", user).await;
         assert_eq!(body["commitments"][0]["title"], "Call the payer", "{body}");
         assert_eq!(body["commitments"][0]["app"], app.as_str(), "{body}");
         // Memory: the reply, under the agent, read back by the memory tool.
         let memory = host
             .probe(
-                &app,
-                &admin,
+                app,
+                admin,
                 json!({"op": "tool", "name": "memory.query", "args": {"agent": "lead", "kind": "heartbeat"}}),
             )
             .await;
@@ -396,7 +486,7 @@ async fn heartbeats_and_visions_run_by_the_rules() {
                 .any(|m| m.contains("I will call the payer by Friday")),
             "{history:?}"
         );
-        let overdue = row(&host, &user, &app, "overdue").await;
+        let overdue = beats.row("overdue").await;
         assert!(overdue["last_ok_at"].is_string(), "{overdue}");
 
         // The token in the middle has no effect; the escalation marker keeps the reply. The
@@ -441,162 +531,11 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         let report = tick(sched, overdue_at + minutes(300)).await;
         assert_eq!(ran(&report, "overdue").consecutive_failures, Some(0));
 
-        // The invoice is paid: the overdue heartbeat finds nothing from now on.
-        let paid = set_invoice(&host, &app, &admin, "inv-7", "paid").await;
-        assert!(paid.get("ok").is_some(), "{paid}");
-
-        // Isolated, across midnight, on the daylight-saving night: the run at 03:00 CEST is
-        // inside 22:00-06:00; invoke_always runs the agent with no records and no history.
-        let nightly = at("2031-03-30T01:00:00Z");
-        model.forget_requests();
-        model.script([
-            Reply::text("A quiet night."),
-            Reply::text(r#"{"commitments": []}"#),
-        ]);
-        let report = tick(sched, nightly).await;
-        let run = ran(&report, "nightly");
-        assert_eq!((run.outcome.as_str(), run.records), ("ok", Some(0)));
-        let first = &model.requests()[0].body;
-        assert_eq!(first["messages"].as_array().unwrap().len(), 2, "{first}");
-        // The next night is an ordinary one: 02:30 CEST.
-        assert_eq!(
-            next_run(&host, &user, &app, "nightly").await,
-            at("2031-03-31T00:30:00Z")
-        );
-        // Outside its active hours (09:00-17:00 UTC) the daytime heartbeat does not run: its
-        // next run is the first time of its five-minute grid inside them, the next morning.
-        assert!(
-            report.runs.iter().all(|r| r.slug != "daytime"),
-            "{report:?}"
-        );
-        let daytime_next = next_run(&host, &user, &app, "daytime").await;
-        assert!(
-            daytime_next >= at("2031-03-30T09:00:00Z") && daytime_next < at("2031-03-30T09:05:00Z"),
-            "{daytime_next}"
-        );
-
-        // A non-LOW skill is denied: run-now (tenant admin) runs it and it fails with the
-        // reason; at 3 failures it is failing, at 5 disabled.
-        let risky = row(&host, &user, &app, "risky").await;
-        let feed = risky["id"].as_str().unwrap().to_owned();
-        let run_now = |token: String| {
-            let (host, feed) = (&host, feed.clone());
-            async move {
-                host.post(
-                    &format!("/api/admin/data-feeds/{feed}/run-now"),
-                    &token,
-                    Body::None,
-                )
-                .await
-            }
-        };
-        for n in 1..=5 {
-            let (status, body) = run_now(admin.clone()).await;
-            assert_eq!(status, StatusCode::OK, "{body}");
-            assert_eq!(body["outcome"], "failed", "{body}");
-            assert!(
-                body["error"].as_str().unwrap().contains("MEDIUM-risk"),
-                "{body}"
-            );
-            assert_eq!(body["consecutive_failures"], n, "{body}");
-            let listed = row(&host, &user, &app, "risky").await;
-            assert_eq!(listed["failing"], (3..5).contains(&n), "{n}: {listed}");
-        }
-        let listed = row(&host, &user, &app, "risky").await;
-        assert_eq!(listed["state"], "disabled", "{listed}");
-        let (status, body) = run_now(admin.clone()).await;
-        assert_eq!(status, StatusCode::CONFLICT, "{body}");
-        assert_eq!(code(&body), "heartbeat_disabled");
-        // Not from a user token, another tenant or another organization.
-        let (status, _) = run_now(user.clone()).await;
-        assert_eq!(status, StatusCode::FORBIDDEN);
-        for token in [&other_tenant, &other_org] {
-            let (status, body) = run_now(token.clone()).await;
-            assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-            for action in ["enable", "disable"] {
-                let (status, _) = host
-                    .post(
-                        &format!("/api/admin/data-feeds/{feed}/{action}"),
-                        token,
-                        Body::None,
-                    )
-                    .await;
-                assert_eq!(status, StatusCode::NOT_FOUND, "{action}");
-            }
-        }
-        let (status, body) = host
-            .post(
-                &format!("/api/admin/data-feeds/{feed}/enable"),
-                &admin,
-                Body::None,
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(
-            (body["state"].clone(), body["consecutive_failures"].clone()),
-            (json!("active"), json!(0))
-        );
-        let (status, body) = run_now(admin.clone()).await;
-        assert_eq!(
-            (status, body["outcome"].clone()),
-            (StatusCode::OK, json!("failed"))
-        );
-        let (status, body) = host
-            .post("/api/admin/data-feeds/hb_0000/run-now", &admin, Body::None)
-            .await;
-        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-
-        // The wake by an event: the emitter's side approves the wire, an event sets the next
-        // run to now, and the next tick runs it (trigger `wake`) in `main` mode: a
-        // conversation of the user who activated the install.
-        let (_, wires) = host
-            .get(&format!("/api/wires?emitter_app={emitter}"), &admin)
-            .await;
-        let wire = wires["wires"][0]["id"].as_str().unwrap().to_owned();
-        let (status, body) = host
-            .post(&format!("/api/wires/{wire}/approve"), &admin, Body::None)
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let emitted = host
-            .probe(
-                &emitter,
-                &admin,
-                json!({"op": "emit", "name": "probe_event", "payload": {"n": 1}}),
-            )
-            .await;
-        assert!(emitted.get("ok").is_some(), "{emitted}");
-        let ping = row(&host, &user, &app, "ping").await;
-        assert_eq!(ping["woken_by"], format!("{emitter}/probe_event"), "{ping}");
-        model.forget_requests();
-        model.script([
-            Reply::text("Pinged by the emitter."),
-            Reply::text(r#"{"commitments": []}"#),
-        ]);
-        let report = tick(sched, nightly + minutes(1)).await;
-        let run = ran(&report, "ping");
-        assert_eq!(
-            (run.trigger, run.outcome.as_str()),
-            (atrium_platform::heartbeats::Trigger::Wake, "ok")
-        );
-        let (_, conversations) = host.get("/api/conversations", &admin).await;
-        let with_lead = conversations["conversations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["agent"] == "lead")
-            .unwrap_or_else(|| panic!("{conversations}"))
-            .clone();
-        let id = with_lead["id"].as_str().unwrap();
-        let (_, messages) = host.get(&format!("/api/conversations/{id}"), &admin).await;
-        assert!(
-            messages.to_string().contains("Pinged by the emitter."),
-            "{messages}"
-        );
         // The runs are listed, newest first; not to another tenant.
         let (status, body) = host
             .get(
                 &format!("/api/installs/{app}/heartbeat-runs?limit=200"),
-                &user,
+                user,
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
@@ -606,26 +545,182 @@ async fn heartbeats_and_visions_run_by_the_rules() {
             .iter()
             .map(|r| r["outcome"].as_str().unwrap())
             .collect();
-        for outcome in ["ok", "suppressed", "idle", "failed"] {
+        for outcome in ["ok", "suppressed", "failed"] {
             assert!(outcomes.contains(&outcome), "{outcomes:?}");
         }
-        for token in [&other_tenant, &other_org] {
+        for token in [&beats.other_tenant, &beats.other_org] {
             let (status, _) = host
                 .get(&format!("/api/installs/{app}/heartbeat-runs"), token)
                 .await;
             assert_eq!(status, StatusCode::NOT_FOUND);
         }
+        beats.stop().await;
+    }
+}
 
-        // Visions: re-activation with a project creates one per agent that declares one.
+#[tokio::test]
+async fn an_isolated_run_across_midnight_has_no_history_and_active_hours_hold() {
+    for (beats, _dir) in Beats::start("heartbeat_nightly").await {
+        let model = beats.model();
+        beats.first_tick().await;
+        // Isolated, across midnight, on the daylight-saving night: the run at 03:00 CEST is
+        // inside 22:00-06:00; invoke_always runs the agent with no records and no history.
+        let nightly = at("2031-03-30T01:00:00Z");
+        model.forget_requests();
+        model.script([
+            Reply::text("A quiet night."),
+            Reply::text(r#"{"commitments": []}"#),
+        ]);
+        let report = tick(beats.sched(), nightly).await;
+        let run = ran(&report, "nightly");
+        assert_eq!((run.outcome.as_str(), run.records), ("ok", Some(0)));
+        let first = &model.requests()[0].body;
+        assert_eq!(first["messages"].as_array().unwrap().len(), 2, "{first}");
+        // The next night is an ordinary one: 02:30 CEST.
+        assert_eq!(beats.next_run("nightly").await, at("2031-03-31T00:30:00Z"));
+        // Outside its active hours (09:00-17:00 UTC) the daytime heartbeat does not run: its
+        // next run is the first time of its five-minute grid inside them, the next morning.
+        assert!(
+            report.runs.iter().all(|r| r.slug != "daytime"),
+            "{report:?}"
+        );
+        let daytime_next = beats.next_run("daytime").await;
+        assert!(
+            daytime_next >= at("2031-03-30T09:00:00Z") && daytime_next < at("2031-03-30T09:05:00Z"),
+            "{daytime_next}"
+        );
+        beats.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_non_low_skill_is_denied_and_failures_disable_it_until_an_admin_enables_it() {
+    for (beats, _dir) in Beats::start("heartbeat_failures").await {
+        let (admin, user) = (&beats.admin, &beats.user);
+        // Run-now (a tenant admin's) runs it and it fails with the reason; at 3 failures it is
+        // failing, at 5 disabled.
+        let risky = beats.row("risky").await;
+        let feed = risky["id"].as_str().unwrap().to_owned();
+        for n in 1..=5 {
+            let (status, body) = beats.feed(&feed, "run-now", admin).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["outcome"], "failed", "{body}");
+            assert!(
+                body["error"].as_str().unwrap().contains("MEDIUM-risk"),
+                "{body}"
+            );
+            assert_eq!(body["consecutive_failures"], n, "{body}");
+            let listed = beats.row("risky").await;
+            assert_eq!(listed["failing"], (3..5).contains(&n), "{n}: {listed}");
+        }
+        let listed = beats.row("risky").await;
+        assert_eq!(listed["state"], "disabled", "{listed}");
+        let (status, body) = beats.feed(&feed, "run-now", admin).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert_eq!(code(&body), "heartbeat_disabled");
+        // Not from a user token, another tenant or another organization.
+        let (status, _) = beats.feed(&feed, "run-now", user).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        for token in [&beats.other_tenant, &beats.other_org] {
+            for action in ["run-now", "enable", "disable"] {
+                let (status, body) = beats.feed(&feed, action, token).await;
+                assert_eq!(status, StatusCode::NOT_FOUND, "{action}: {body}");
+            }
+        }
+        let (status, body) = beats.feed(&feed, "enable", admin).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            (body["state"].clone(), body["consecutive_failures"].clone()),
+            (json!("active"), json!(0))
+        );
+        let (status, body) = beats.feed(&feed, "run-now", admin).await;
+        assert_eq!(
+            (status, body["outcome"].clone()),
+            (StatusCode::OK, json!("failed"))
+        );
+        let (status, body) = beats.feed("hb_0000", "run-now", admin).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        beats.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn an_event_wakes_a_heartbeat_that_runs_in_the_main_conversation() {
+    for (beats, _dir) in Beats::start("heartbeat_wake").await {
+        let (host, admin) = (&beats.host, &beats.admin);
+        let model = beats.model();
+        beats.first_tick().await;
+        // The emitter's side approves the wire, an event sets the next run to now, and the
+        // next tick runs it (trigger `wake`) in `main` mode: a conversation of the user who
+        // activated the install.
+        let (_, wires) = host
+            .get(&format!("/api/wires?emitter_app={}", beats.emitter), admin)
+            .await;
+        let wire = wires["wires"][0]["id"].as_str().unwrap().to_owned();
+        let (status, body) = host
+            .post(&format!("/api/wires/{wire}/approve"), admin, Body::None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let emitted = host
+            .probe(
+                &beats.emitter,
+                admin,
+                json!({"op": "emit", "name": "probe_event", "payload": {"n": 1}}),
+            )
+            .await;
+        assert!(emitted.get("ok").is_some(), "{emitted}");
+        let ping = beats.row("ping").await;
+        assert_eq!(
+            ping["woken_by"],
+            format!("{}/probe_event", beats.emitter),
+            "{ping}"
+        );
+        model.forget_requests();
+        model.script([
+            Reply::text("Pinged by the emitter."),
+            Reply::text(r#"{"commitments": []}"#),
+        ]);
+        // Before any other row that calls the model is due.
+        let report = tick(beats.sched(), t0() + minutes(1)).await;
+        let run = ran(&report, "ping");
+        assert_eq!(
+            (run.trigger, run.outcome.as_str()),
+            (atrium_platform::heartbeats::Trigger::Wake, "ok")
+        );
+        let (_, conversations) = host.get("/api/conversations", admin).await;
+        let with_lead = conversations["conversations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["agent"] == "lead")
+            .unwrap_or_else(|| panic!("{conversations}"))
+            .clone();
+        let id = with_lead["id"].as_str().unwrap();
+        let (_, messages) = host.get(&format!("/api/conversations/{id}"), admin).await;
+        assert!(
+            messages.to_string().contains("Pinged by the emitter."),
+            "{messages}"
+        );
+        beats.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_vision_runs_its_phases_with_approval_and_stops_at_either_budget() {
+    for (beats, _dir) in Beats::start("heartbeat_visions").await {
+        let (host, app, admin, user) = (&beats.host, &beats.app, &beats.admin, &beats.user);
+        let (model, sched) = (beats.model(), beats.sched());
+        beats.first_tick().await;
+        // Re-activation with a project creates one per agent that declares one.
         let (status, body) = host
             .post(
                 &format!("/api/installs/{app}/activate"),
-                &admin,
+                admin,
                 Body::Json(json!({"settings": {"project": "apollo"}})),
             )
             .await;
         assert!(status.is_success(), "{body}");
-        let (_, listed) = host.get("/api/visions", &user).await;
+        let (_, listed) = host.get("/api/visions", user).await;
         let visions = listed["visions"].as_array().unwrap().clone();
         assert_eq!(visions.len(), 2, "{listed}");
         let vision_of = |agent: &str| {
@@ -635,7 +730,7 @@ async fn heartbeats_and_visions_run_by_the_rules() {
                 .to_owned()
         };
         let (lead, helper) = (vision_of("lead"), vision_of("helper"));
-        for token in [&other_tenant, &other_org] {
+        for token in [&beats.other_tenant, &beats.other_org] {
             let (_, theirs) = host.get("/api/visions", token).await;
             assert_eq!(theirs["visions"], json!([]), "{theirs}");
             let (status, _) = host.get(&format!("/api/visions/{lead}"), token).await;
@@ -651,19 +746,16 @@ async fn heartbeats_and_visions_run_by_the_rules() {
                 assert_eq!(status, StatusCode::NOT_FOUND, "{decision}");
             }
         }
-        let vision = |id: String| {
-            let (host, user) = (&host, &user);
-            async move {
-                let (status, body) = host.get(&format!("/api/visions/{id}"), user).await;
-                assert_eq!(status, StatusCode::OK, "{body}");
-                body
-            }
+        let vision = |id: String| async move {
+            let (status, body) = host.get(&format!("/api/visions/{id}"), user).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body
         };
         // Every phase costs 100,000 prompt tokens: the helper's first phase spends more than
         // its 1 cent, and it stops with the reason; the lead has no cost cap.
         model.usage(100_000, 10);
         model.answer_by_default(Reply::text("Noted."));
-        let mut clock = nightly + minutes(10);
+        let mut clock = t0() + minutes(10);
         tick(sched, clock).await;
         let helper_now = vision(helper.clone()).await;
         assert_eq!(helper_now["state"], "stopped", "{helper_now}");
@@ -707,13 +799,13 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         let (status, body) = host
             .post(
                 &format!("/api/visions/{lead}/approve"),
-                &user,
+                user,
                 Body::Json(json!({"note": "go"})),
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
         let (status, body) = host
-            .post(&format!("/api/visions/{lead}/approve"), &user, Body::None)
+            .post(&format!("/api/visions/{lead}/approve"), user, Body::None)
             .await;
         assert_eq!(status, StatusCode::CONFLICT, "{body}");
         assert_eq!(code(&body), "vision_not_awaiting_approval");
@@ -735,29 +827,21 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         let next = at(reviewed["next_action_at"].as_str().unwrap());
         assert!(next >= clock + minutes(59), "{reviewed}");
         // An escalation brings it forward to 30 seconds after the run.
-        set_invoice(&host, &app, &admin, "inv-8", "overdue").await;
+        set_invoice(host, app, admin, "inv-8", "overdue").await;
         model.script([
             Reply::text("Urgent. <escalate-to-vision/>"),
             Reply::text(r#"{"commitments": []}"#),
         ]);
-        let (status, body) = host
-            .post(
-                &format!(
-                    "/api/admin/data-feeds/{}/run-now",
-                    row(&host, &user, &app, "overdue").await["id"]
-                        .as_str()
-                        .unwrap()
-                ),
-                &admin,
-                Body::None,
-            )
+        let overdue = beats.row("overdue").await;
+        let (status, body) = beats
+            .feed(overdue["id"].as_str().unwrap(), "run-now", admin)
             .await;
         assert_eq!(
             (status, body["escalated"].clone()),
             (StatusCode::OK, json!(true)),
             "{body}"
         );
-        set_invoice(&host, &app, &admin, "inv-8", "paid").await;
+        set_invoice(host, app, admin, "inv-8", "paid").await;
         let hastened = at(vision(lead.clone()).await["next_action_at"]
             .as_str()
             .unwrap());
@@ -773,7 +857,7 @@ async fn heartbeats_and_visions_run_by_the_rules() {
         let (status, body) = host
             .post(
                 &format!("/api/visions/{lead}/reject"),
-                &user,
+                user,
                 Body::Json(json!({"note": "not this one"})),
             )
             .await;
@@ -788,7 +872,7 @@ async fn heartbeats_and_visions_run_by_the_rules() {
             tick(sched, clock).await;
             clock += minutes(1);
         }
-        host.post(&format!("/api/visions/{lead}/approve"), &user, Body::None)
+        host.post(&format!("/api/visions/{lead}/approve"), user, Body::None)
             .await;
         for _ in 0..3 {
             tick(sched, clock).await;
@@ -825,46 +909,53 @@ async fn heartbeats_and_visions_run_by_the_rules() {
             ]
         );
         model.answer_by_default(Reply::greeting());
+        beats.stop().await;
+    }
+}
 
-        // An upgrade that drops a heartbeat retires it; one that adds it back revives it
-        // with its state.
-        let dropped = manifest(&app, &emitter)
+#[tokio::test]
+async fn an_upgrade_that_drops_a_heartbeat_retires_it() {
+    for (beats, _dir) in Beats::start("heartbeat_upgrade").await {
+        let (host, app, admin) = (&beats.host, &beats.app, &beats.admin);
+        let dropped = manifest(app, &beats.emitter)
             .replace("version: 1.0.0", "version: 1.1.0")
             .replace("      - slug: risky\n        skill: knowledge\n        tool: add\n        schedule_type: weekly\n        time_of_day: \"08:00\"\n        day_of_week: 0\n", "");
         let (status, body) = host
             .register(
-                &app,
-                &dev,
+                app,
+                &beats.dev,
                 &[
                     ("manifest", None, dropped.as_bytes()),
-                    ("component", None, &component),
+                    ("component", None, &beats.component),
                 ],
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         host.post(
             &format!("/api/dev/apps/{app}/versions/1.1.0/promote"),
-            &dev,
+            &beats.dev,
             Body::None,
         )
         .await;
         let (status, body) = host
             .post(
                 &format!("/api/installs/{app}/upgrade"),
-                &admin,
+                admin,
                 Body::Json(json!({"version": "1.1.0"})),
             )
             .await;
         assert!(status.is_success(), "{body}");
-        let risky = row(&host, &user, &app, "risky").await;
+        let risky = beats.row("risky").await;
         assert_eq!(risky["state"], "retired", "{risky}");
         assert!(risky["schedule"].is_null(), "{risky}");
-        let (status, body) = run_now(admin.clone()).await;
+        let (status, body) = beats
+            .feed(risky["id"].as_str().unwrap(), "run-now", admin)
+            .await;
         assert_eq!(
             (status, code(&body)),
             (StatusCode::CONFLICT, "heartbeat_retired")
         );
-        assert_eq!(row(&host, &user, &app, "overdue").await["state"], "active");
-        host.stop().await;
+        assert_eq!(beats.row("overdue").await["state"], "active");
+        beats.stop().await;
     }
 }
