@@ -615,23 +615,9 @@ async fn a_delegation_is_refused_alike_through_every_entry_point() {
 /// runtime: the team checks, the depth limit at hop 9, the chain the token carries as a floor,
 /// and another tenant or organization.
 async fn mcp_agent_invoke(host: &Host, app: &str, org_id: &str, store: &atrium_store::Store) {
-    use atrium_platform::identity::app_token::{APP_TOKEN_TTL, AppToken};
+    use atrium_platform::identity::app_token::APP_TOKEN_TTL;
     let token = |org: &str, tenant: &str, depth: u32, visited: &[&str]| {
-        host.issuer
-            .issue_app_token(
-                &AppToken {
-                    org_id: org.to_owned(),
-                    tenant_id: tenant.to_owned(),
-                    user_id: None,
-                    app_slug: app.to_owned(),
-                    version: "1.0.0".into(),
-                    call_id: "call-mcp".into(),
-                    chain_depth: depth,
-                    visited_agents: visited.iter().map(|v| (*v).to_owned()).collect(),
-                },
-                APP_TOKEN_TTL,
-            )
-            .unwrap()
+        host.app_token_on(org, tenant, app, depth, visited)
     };
     let invoke = |token: String, headers: Vec<(&'static str, String)>, body: Value| async move {
         let mut request = reqwest::Client::new()

@@ -138,6 +138,18 @@ impl Host {
     /// An `APP_MCP_TOKEN` of `app` (1.0.0) for `tenant` of organization `org`, as the host
     /// issues one to a call outside the runtime: at chain depth 1, no agent visited.
     pub(super) fn app_token(&self, org: &str, tenant: &str, app: &str) -> String {
+        self.app_token_on(org, tenant, app, 1, &[])
+    }
+
+    /// The same, for a call at chain `depth` that has visited the agents `visited`.
+    pub(super) fn app_token_on(
+        &self,
+        org: &str,
+        tenant: &str,
+        app: &str,
+        depth: u32,
+        visited: &[&str],
+    ) -> String {
         use atrium_platform::identity::app_token::{APP_TOKEN_TTL, AppToken};
         self.issuer
             .issue_app_token(
@@ -148,8 +160,8 @@ impl Host {
                     app_slug: app.to_owned(),
                     version: "1.0.0".into(),
                     call_id: "call-test".into(),
-                    chain_depth: 1,
-                    visited_agents: Vec::new(),
+                    chain_depth: depth,
+                    visited_agents: visited.iter().map(|v| (*v).to_owned()).collect(),
                 },
                 APP_TOKEN_TTL,
             )
