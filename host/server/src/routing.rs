@@ -1,8 +1,9 @@
-//! Routes that list themselves: every module builds its router with [`Routes`] and the method
-//! functions here ([`get`], [`post`], ...) instead of axum's, so that the host's router and
-//! the table of what it serves ([`crate::routes`]: each method and path) are made by the same
-//! calls. A test that must reach every route (another tenant's try of each, the API's
-//! documents) takes them from that table, and a route added cannot be left out of it.
+//! Routes that list themselves: every module builds its router with `Routes` and the method
+//! functions here (`get`, `post`, ...) instead of axum's, so that the host's router and the
+//! table of what it serves ([`crate::route_table`]: each [`Route`], a method and a path) are
+//! made by the same calls. A test that must reach every route (another tenant's try of each,
+//! the API's documents) takes them from that table, and a route added cannot be left out of
+//! it.
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
