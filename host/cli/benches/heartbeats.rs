@@ -126,7 +126,7 @@ fn main() {
         // Wait for the host's first tick over them (every row gets its next run).
         let waited = Instant::now();
         loop {
-            let far = jiff::Timestamp::now().as_millisecond() + 86_400_000;
+            let far = jiff::Timestamp::now() + jiff::SignedDuration::from_millis(86_400_000);
             let unscheduled = store
                 .due_heartbeats(far, 1)
                 .await
@@ -149,9 +149,10 @@ fn main() {
         let mut samples = Vec::with_capacity(runs);
         let mut came_due = 0;
         for _ in 0..runs {
-            let now = jiff::Timestamp::now().as_millisecond();
+            let now = jiff::Timestamp::now();
             let t = Instant::now();
-            let stale = store.stale_heartbeat_runs(now - 1_200_000, 100).await.unwrap();
+            let lost = now - jiff::SignedDuration::from_millis(1_200_000);
+            let stale = store.stale_heartbeat_runs(lost, 100).await.unwrap();
             let due = store.due_heartbeats(now, 1_000).await.unwrap();
             let visions = store.due_visions(now, 100).await.unwrap();
             samples.push(t.elapsed());

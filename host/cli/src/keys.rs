@@ -60,10 +60,8 @@ fn exit_for(error: &StoreError) -> ExitCode {
     }
 }
 
-fn time(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
-        .unwrap_or_default()
+fn time(at: jiff::Timestamp) -> String {
+    at.round(jiff::Unit::Second).unwrap_or(at).to_string()
 }
 
 /// Runs `atrium keys`.

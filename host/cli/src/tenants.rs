@@ -87,10 +87,8 @@ fn exit_for(error: &StoreError) -> ExitCode {
     }
 }
 
-fn time(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
-        .unwrap_or_default()
+fn time(at: jiff::Timestamp) -> String {
+    at.round(jiff::Unit::Second).unwrap_or(at).to_string()
 }
 
 /// The id of the organization `reference` names (by id or name).

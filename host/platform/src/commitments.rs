@@ -10,14 +10,12 @@ use atrium_store::{CommitmentStatus, NewCommitment, Store, StoredCommitment, Ten
 use crate::Refusal;
 use crate::registry::Actor;
 
-/// `due_at` as ms since the epoch: an ISO-8601 time with an offset, as the sandbox rule
-/// checked. None for a text that is not one.
+/// `due_at` as a time, to the whole ms the store keeps: an ISO-8601 time with an offset, as
+/// the sandbox rule checked. None for a text that is not one.
 #[must_use]
-pub fn due_at_millis(due_at: &str) -> Option<i64> {
-    due_at
-        .parse::<jiff::Timestamp>()
-        .ok()
-        .map(jiff::Timestamp::as_millisecond)
+pub fn due_at_time(due_at: &str) -> Option<jiff::Timestamp> {
+    let at = due_at.parse::<jiff::Timestamp>().ok()?;
+    jiff::Timestamp::from_millisecond(at.as_millisecond()).ok()
 }
 
 /// Stores `commitment` of `app_slug`'s install for `tenant` (the user the call serves, if
@@ -31,7 +29,7 @@ pub async fn add(
     let tool = Capability::CommitmentsAdd.as_str();
     let due_at = match commitment.due_at.as_deref() {
         None => None,
-        Some(text) => Some(due_at_millis(text).ok_or_else(|| {
+        Some(text) => Some(due_at_time(text).ok_or_else(|| {
             ToolRefusal::new(
                 tool,
                 Decision::InvalidArguments,

@@ -382,7 +382,7 @@ mod tests {
             app_slug: None,
             agent: None,
             data: Map::new(),
-            created_at: 0,
+            created_at: jiff::Timestamp::UNIX_EPOCH,
         }
     }
 

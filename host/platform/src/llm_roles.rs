@@ -145,8 +145,8 @@ pub struct Resolved {
     pub role: Role,
     /// What it calls.
     pub route: Route,
-    /// When the tenant set it (ms since the epoch); none for the default.
-    pub set_at: Option<i64>,
+    /// When the tenant set it; none for the default.
+    pub set_at: Option<jiff::Timestamp>,
 }
 
 /// Every role of `tenant`, in [`Role::ALL`]'s order: what it set, else the default. A stored
@@ -208,7 +208,7 @@ pub async fn update(
             tier: route.tier.clone(),
             provider: route.provider.as_deref().map(str::to_ascii_lowercase),
             model: route.model.clone(),
-            updated_at: 0,
+            updated_at: jiff::Timestamp::UNIX_EPOCH,
         })
         .collect();
     let reset: Vec<&str> = reset.iter().map(|r| r.as_str()).collect();

@@ -96,9 +96,7 @@ impl Tool for QueryMemory {
                 kind: m.kind,
                 content: m.content,
                 data: m.data,
-                created_at: jiff::Timestamp::from_millisecond(m.created_at)
-                    .map(|t| t.to_string())
-                    .unwrap_or_default(),
+                created_at: m.created_at.to_string(),
             })
             .collect();
         Ok(Entries { entries })

@@ -48,8 +48,11 @@ pub struct VisionTiming {
 /// The longest earlier output quoted to a phase, in characters.
 const MAX_QUOTED_CHARS: usize = 6_000;
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+/// `d` (in whole ms) after `at`; the latest time there is when that is later.
+fn later(at: Timestamp, d: Duration) -> Timestamp {
+    let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    at.checked_add(jiff::SignedDuration::from_millis(ms))
+        .unwrap_or(Timestamp::MAX)
 }
 
 /// The vision `agent` declares in `manifest`.
@@ -252,14 +255,13 @@ pub async fn run_due(
     now: Timestamp,
 ) -> Result<usize, ServeError> {
     let store = serving.registry().store();
-    let now_ms = now.as_millisecond();
     let mut ran = 0;
-    for (install, vision) in store.due_visions(now_ms, DUE_PER_TICK).await? {
+    for (install, vision) in store.due_visions(now, DUE_PER_TICK).await? {
         let tenant = install.tenant();
         let Some(due) = vision.next_action_at else {
             continue;
         };
-        let lease = now_ms.saturating_add(millis(timing.lost_after));
+        let lease = later(now, timing.lost_after);
         if !store.claim_vision(&tenant, &vision.id, due, lease).await? {
             continue;
         }
@@ -308,7 +310,7 @@ async fn phase(
     let store = serving.registry().store();
     let tenant = install.tenant();
     let from = (vision.state.as_str(), vision.phase.as_str());
-    let at = |d: Duration| now.as_millisecond().saturating_add(millis(d));
+    let at = |d: Duration| later(now, d);
     let installed = store
         .install(install)
         .await?
@@ -436,14 +438,14 @@ pub async fn decide(
             vision.state
         )));
     }
-    let now = Timestamp::now().as_millisecond();
+    let now = Timestamp::now();
     let (outcome, phase, cycle, next) = match decision {
         Decision::Approve => ("approved", "execute", vision.cycle, now),
         Decision::Reject => (
             "rejected",
             "assess",
             vision.cycle + 1,
-            now.saturating_add(millis(cycle_pause)),
+            later(now, cycle_pause),
         ),
     };
     let note = note.unwrap_or_default();

@@ -40,12 +40,12 @@ impl Retrieval {
     }
 
     /// A page of the indexed documents of a collection, oldest first: at most `limit`, after
-    /// the document created at `after.0` (ms) with id `after.1`.
+    /// the document created at `after.0` with id `after.1`.
     pub async fn documents_page(
         &self,
         tenant: &TenantKey,
         name: &str,
-        after: Option<(i64, &str)>,
+        after: Option<(jiff::Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<Document>, RetrievalError> {
         let collection = self.collection(tenant, name).await?;
@@ -197,7 +197,10 @@ impl Retrieval {
     /// writer stopped): their chunks, then their rows. Returns how many.
     pub async fn recover(&self, older_than: Duration) -> Result<usize, RetrievalError> {
         self.available()?;
-        let cutoff = now_millis() - i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+        let older_than = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = jiff::Timestamp::now()
+            .checked_sub(jiff::SignedDuration::from_millis(older_than))
+            .unwrap_or(jiff::Timestamp::MIN);
         let stale = self.store.unfinished_documents(cutoff).await?;
         let mut by_collection: HashMap<String, Vec<String>> = HashMap::new();
         for (collection_id, document_id) in stale {
@@ -238,13 +241,6 @@ impl Retrieval {
 pub fn is_document_id(id: &str) -> bool {
     id.strip_prefix("doc_")
         .is_some_and(|hex| hex.len() == 24 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -168,7 +168,7 @@ impl From<&BatchSummary> for BatchSummaryView {
                 "in_progress"
             },
             tenant: b.tenant_id.clone(),
-            created_at: b.created_at / 1000,
+            created_at: b.created_at.as_second(),
             request_counts: RequestCounts {
                 total: b.total,
                 completed: b.completed,
@@ -211,7 +211,7 @@ fn batch_body(batch: &Batch) -> Value {
         "object": "batch",
         "status": if done { "completed" } else { "in_progress" },
         "tenant": batch.tenant_id,
-        "created_at": batch.created_at / 1000,
+        "created_at": batch.created_at.as_second(),
         "request_counts": {"total": batch.items.len(), "completed": completed, "failed": failed},
         "results": results,
     })
@@ -251,16 +251,11 @@ impl Job for Runner {
     async fn run(self: Box<Self>, mut stop: Stop) -> Result<(), JobError> {
         let state = self.0;
         let runner = state.batches.clone();
-        let now = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        };
         // A SQLite store has one host: what it had claimed before a restart is abandoned now.
         let first_cutoff = if state.store.backend() == "sqlite" {
-            now() + 1
+            jiff::Timestamp::now() + jiff::SignedDuration::from_millis(1)
         } else {
-            now() - lease_ms(&runner)
+            lease_cutoff(&runner)
         };
         match state.store.requeue_stale_items(first_cutoff).await {
             Ok(0) => {}
@@ -276,11 +271,7 @@ impl Job for Runner {
         while !stop.is_requested() {
             if last_sweep.elapsed() > Duration::from_secs(30) {
                 last_sweep = std::time::Instant::now();
-                if let Err(error) = state
-                    .store
-                    .requeue_stale_items(now() - lease_ms(&runner))
-                    .await
-                {
+                if let Err(error) = state.store.requeue_stale_items(lease_cutoff(&runner)).await {
                     stop.report("cannot re-queue stale batch items", &error);
                 }
             }
@@ -324,8 +315,13 @@ impl Job for Runner {
     }
 }
 
-fn lease_ms(runner: &BatchRunner) -> i64 {
-    i64::try_from(runner.lease.as_millis()).unwrap_or(i64::MAX)
+/// Now less the lease (in whole ms): items claimed before it are stale. A lease longer than
+/// time goes back leaves none stale.
+fn lease_cutoff(runner: &BatchRunner) -> jiff::Timestamp {
+    let lease = i64::try_from(runner.lease.as_millis()).unwrap_or(i64::MAX);
+    jiff::Timestamp::now()
+        .checked_sub(jiff::SignedDuration::from_millis(lease))
+        .unwrap_or(jiff::Timestamp::MIN)
 }
 
 /// Runs one item and writes its result; one item's failure never touches the others.

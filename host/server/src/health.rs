@@ -84,12 +84,8 @@ async fn ready(State(state): State<HostState>) -> impl IntoResponse {
     };
     let metering = match state.metering.health() {
         atrium_store::MeteringHealth::Writing => Check::passed(),
-        atrium_store::MeteringHealth::Failing {
-            since_ms,
-            held,
-            error,
-        } => Check {
-            failing_since_ms: Some(since_ms),
+        atrium_store::MeteringHealth::Failing { since, held, error } => Check {
+            failing_since_ms: Some(since.as_millisecond()),
             held_records: Some(held),
             ..Check::failed(format!("the store refuses usage records: {error}"))
         },

@@ -64,23 +64,26 @@ impl PageRequest {
     }
 
     /// The sort key of a list keyed by a time and an id ([`time_and_id`]), as the pair.
-    pub fn after_time_and_id(&self) -> Result<Option<(i64, &str)>, ApiError> {
+    pub fn after_time_and_id(&self) -> Result<Option<(jiff::Timestamp, &str)>, ApiError> {
         self.after
             .as_deref()
             .map(|key| {
                 key.split_once(':')
-                    .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id)))
+                    .and_then(|(at, id)| {
+                        let ms = at.parse::<i64>().ok()?;
+                        Some((jiff::Timestamp::from_millisecond(ms).ok()?, id))
+                    })
                     .ok_or_else(|| ApiError::field("cursor", "cursor is not one this list gave"))
             })
             .transpose()
     }
 }
 
-/// The sort key of a list ordered by a time (ms) and then an id that breaks ties: read back
-/// by [`PageRequest::after_time_and_id`].
+/// The sort key of a list ordered by a time (written in ms) and then an id that breaks ties:
+/// read back by [`PageRequest::after_time_and_id`].
 #[must_use]
-pub fn time_and_id(at: i64, id: &str) -> String {
-    format!("{at}:{id}")
+pub fn time_and_id(at: jiff::Timestamp, id: &str) -> String {
+    format!("{}:{id}", at.as_millisecond())
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for PageRequest {

@@ -54,8 +54,8 @@ async fn meter(state: &HostState, org: &Org, tenant: &str, usage: &EmbedUsage) {
         .await;
 }
 
-fn seconds(ms: i64) -> i64 {
-    ms / 1000
+fn seconds(at: jiff::Timestamp) -> i64 {
+    at.as_second()
 }
 
 fn collection_json(c: &Collection) -> Value {

@@ -6,9 +6,10 @@
 //! [`StoreError::Conflict`]. The frontend bundle and the template defaults are set once each,
 //! under the same rule.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, now_millis, on_pool};
+use crate::{Result, Store, StoreError, millis, now_millis, on_pool, opt_millis};
 
 /// An app's status in the developer's view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,12 +86,12 @@ pub struct App {
     pub status: AppStatus,
     /// The version new installs get.
     pub current_version: Option<String>,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
-    /// Last change, ms since the epoch.
-    pub updated_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
     /// When archived.
-    pub archived_at: Option<i64>,
+    pub archived_at: Option<Timestamp>,
 }
 
 /// What kind of file a version refers to.
@@ -157,10 +158,10 @@ pub struct AppVersion {
     pub bundle_digest: Option<String>,
     /// The developer who registered it.
     pub registered_by: String,
-    /// Registration time, ms since the epoch.
-    pub created_at: i64,
+    /// Registration time.
+    pub created_at: Timestamp,
     /// First promotion.
-    pub promoted_at: Option<i64>,
+    pub promoted_at: Option<Timestamp>,
     /// The digest of the build inputs its component was made from (`sha256:...`), when
     /// known: the component's own record, else what the registration sent.
     pub build_inputs: Option<String>,
@@ -226,9 +227,9 @@ where
         name: row.try_get("name")?,
         status: AppStatus::parse(&status)?,
         current_version: row.try_get("current_version")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        archived_at: row.try_get("archived_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
+        archived_at: opt_millis(row.try_get("archived_at")?)?,
     })
 }
 
@@ -254,8 +255,8 @@ where
         templates_digest: row.try_get("templates_digest")?,
         bundle_digest: row.try_get("bundle_digest")?,
         registered_by: row.try_get("registered_by")?,
-        created_at: row.try_get("created_at")?,
-        promoted_at: row.try_get("promoted_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
+        promoted_at: opt_millis(row.try_get("promoted_at")?)?,
         build_inputs: row.try_get("build_inputs")?,
     })
 }
@@ -509,10 +510,10 @@ impl Store {
     pub async fn versions_page(
         &self,
         slug: &str,
-        after: Option<(i64, &str)>,
+        after: Option<(Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<AppVersion>> {
-        let (at, version) = after.unwrap_or((i64::MAX, ""));
+        let (at, version) = after.map_or((i64::MAX, ""), |(at, key)| (at.as_millisecond(), key));
         on_pool!(self, pool => {
             let rows = sqlx::query(&format!(
                 "SELECT {VERSION_COLUMNS} FROM app_versions WHERE app_slug = $1 \

@@ -1,10 +1,11 @@
 //! The audit log of a tenant's cross-app calls (`apps.invoke`, `apps.fetch`, team delegation,
 //! event delivery): who called whom, how it ended, how long it took, on which chain.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
 use crate::installs::json_list;
-use crate::{Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
+use crate::{Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, random_hex};
 
 /// One cross-app call to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +57,8 @@ pub struct AuditEntry {
     pub chain_depth: i64,
     /// The agents on the chain.
     pub visited_agents: Vec<String>,
-    /// When (ms).
-    pub created_at: i64,
+    /// When.
+    pub created_at: Timestamp,
 }
 
 /// Which entries a list shows; `None` matches all.
@@ -92,7 +93,7 @@ where
         duration_ms: row.try_get("duration_ms")?,
         chain_depth: row.try_get("chain_depth")?,
         visited_agents: json_list(&row.try_get::<String, _>("visited_agents")?)?,
-        created_at: row.try_get("created_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
     })
 }
 
@@ -145,10 +146,12 @@ impl Store {
         &self,
         tenant: &TenantKey,
         filter: &AuditFilter<'_>,
-        after: Option<(i64, &str)>,
+        after: Option<(Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<AuditEntry>> {
-        let (at, id) = after.unwrap_or((i64::MAX, "\u{10ffff}"));
+        let (at, id) = after.map_or((i64::MAX, "\u{10ffff}"), |(at, key)| {
+            (at.as_millisecond(), key)
+        });
         on_pool!(self, pool => {
             sqlx::query(
                 "SELECT id, kind, caller_app, caller_agent, callee_app, target, outcome, reason, \

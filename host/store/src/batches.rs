@@ -2,9 +2,12 @@
 //! back with their result and their metering in one transaction guarded by the claim, so an
 //! item's result and cost are recorded exactly once whatever happens to the host.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, TenantKey, UsageRecord, now_millis, on_pool, random_hex};
+use crate::{
+    Result, Store, StoreError, TenantKey, UsageRecord, millis, now_millis, on_pool, random_hex,
+};
 
 /// A batch item's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +66,8 @@ pub struct Batch {
     pub id: String,
     /// The tenant the batch is attributed to.
     pub tenant_id: String,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
     /// The items, in order.
     pub items: Vec<BatchItem>,
 }
@@ -76,8 +79,8 @@ pub struct BatchSummary {
     pub id: String,
     /// The tenant the batch is attributed to.
     pub tenant_id: String,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
     /// How many items it holds.
     pub total: i64,
     /// How many finished with a completion.
@@ -146,7 +149,7 @@ impl Store {
                 .iter()
                 .map(item_from_row)
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
-            Batch { id: row.try_get("id")?, tenant_id: row.try_get("tenant_id")?, created_at: row.try_get("created_at")?, items }
+            Batch { id: row.try_get("id")?, tenant_id: row.try_get("tenant_id")?, created_at: millis(row.try_get("created_at")?)?, items }
         });
         Ok(Some(batch))
     }
@@ -156,10 +159,10 @@ impl Store {
     pub async fn batches_page(
         &self,
         org_id: &str,
-        after: Option<(i64, &str)>,
+        after: Option<(Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<BatchSummary>> {
-        let (at, id) = after.unwrap_or((i64::MAX, ""));
+        let (at, id) = after.map_or((i64::MAX, ""), |(at, key)| (at.as_millisecond(), key));
         const SQL: &str = "SELECT b.id, b.tenant_id, b.created_at, \
              CAST(COUNT(i.idx) AS BIGINT) AS total, \
              CAST(COALESCE(SUM(CASE WHEN i.status = 'completed' THEN 1 ELSE 0 END), 0) AS BIGINT) AS completed, \
@@ -174,22 +177,22 @@ impl Store {
                 .map(|r| Ok(BatchSummary {
                     id: r.try_get("id")?,
                     tenant_id: r.try_get("tenant_id")?,
-                    created_at: r.try_get("created_at")?,
+                    created_at: millis(r.try_get("created_at")?)?,
                     total: r.try_get("total")?,
                     completed: r.try_get("completed")?,
                     failed: r.try_get("failed")?,
                 }))
-                .collect::<Result<Vec<_>, sqlx::Error>>()?
+                .collect::<Result<Vec<_>>>()?
         });
         Ok(list)
     }
 
-    /// Re-queues items claimed before `stale_before` (ms since the epoch) that never finished:
+    /// Re-queues items claimed before `stale_before` that never finished:
     /// their runner is gone (a restart). Returns how many.
-    pub async fn requeue_stale_items(&self, stale_before: i64) -> Result<u64> {
+    pub async fn requeue_stale_items(&self, stale_before: Timestamp) -> Result<u64> {
         let n = on_pool!(self, pool => {
             sqlx::query("UPDATE batch_items SET status = 'queued', claim = NULL, claimed_at = NULL WHERE status = 'running' AND claimed_at < $1")
-                .bind(stale_before).execute(pool).await?.rows_affected()
+                .bind(stale_before.as_millisecond()).execute(pool).await?.rows_affected()
         });
         Ok(n)
     }

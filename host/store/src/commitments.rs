@@ -2,9 +2,13 @@
 //! user marks them done or dismissed. The platform checks what an app sends
 //! (`atrium_manifest::sandbox::commitment`); the store keeps it and answers the tenant's lists.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{InstallKey, Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
+use crate::{
+    InstallKey, Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, opt_millis,
+    random_hex,
+};
 
 /// Where a commitment stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,8 +57,8 @@ pub struct NewCommitment<'a> {
     pub title: &'a str,
     /// The details.
     pub content: &'a str,
-    /// When it is due, ms since the epoch.
-    pub due_at: Option<i64>,
+    /// When it is due.
+    pub due_at: Option<Timestamp>,
 }
 
 /// A stored commitment.
@@ -72,14 +76,14 @@ pub struct StoredCommitment {
     pub title: String,
     /// The details.
     pub content: String,
-    /// When it is due (ms), if given.
-    pub due_at: Option<i64>,
+    /// When it is due, if given.
+    pub due_at: Option<Timestamp>,
     /// Where it stands.
     pub status: CommitmentStatus,
-    /// When the agent made it (ms).
-    pub created_at: i64,
-    /// When it last changed (ms).
-    pub updated_at: i64,
+    /// When the agent made it.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
     /// The user who marked it done or dismissed, while it is.
     pub closed_by: Option<String>,
 }
@@ -114,12 +118,12 @@ where
         user_id: row.try_get("user_id")?,
         title: row.try_get("title")?,
         content: row.try_get("content")?,
-        due_at: row.try_get("due_at")?,
+        due_at: opt_millis(row.try_get("due_at")?)?,
         status: CommitmentStatus::parse(&status).ok_or_else(|| {
             StoreError::Corrupt(format!("a commitment has the unknown status `{status}`"))
         })?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
         closed_by: row.try_get("closed_by")?,
     })
 }
@@ -141,7 +145,7 @@ impl Store {
             )
             .bind(&install.org_id).bind(&install.tenant_id).bind(&id).bind(&install.app_slug)
             .bind(new.agent).bind(new.user_id).bind(new.title).bind(new.content)
-            .bind(new.due_at).bind(CommitmentStatus::Open.as_str()).bind(now)
+            .bind(new.due_at.map(|t| t.as_millisecond())).bind(CommitmentStatus::Open.as_str()).bind(now)
             .execute(pool).await?;
         });
         Ok(StoredCommitment {
@@ -151,10 +155,10 @@ impl Store {
             user_id: new.user_id.map(str::to_owned),
             title: new.title.to_owned(),
             content: new.content.to_owned(),
-            due_at: new.due_at,
+            due_at: new.due_at.map(|t| millis(t.as_millisecond())).transpose()?,
             status: CommitmentStatus::Open,
-            created_at: now,
-            updated_at: now,
+            created_at: millis(now)?,
+            updated_at: millis(now)?,
             closed_by: None,
         })
     }
@@ -165,10 +169,10 @@ impl Store {
         &self,
         tenant: &TenantKey,
         filter: &CommitmentFilter<'_>,
-        after: Option<(i64, &str)>,
+        after: Option<(Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<StoredCommitment>> {
-        let (at, id) = after.unwrap_or((i64::MIN, ""));
+        let (at, id) = after.map_or((i64::MIN, ""), |(at, key)| (at.as_millisecond(), key));
         let sql = format!(
             "SELECT {COLUMNS} FROM commitments WHERE org_id = $1 AND tenant_id = $2 \
              AND ($3 IS NULL OR app_slug = $3) AND ($4 IS NULL OR agent = $4) \

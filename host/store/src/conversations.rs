@@ -2,10 +2,11 @@
 //! orchestrator. A conversation holds the agent it is with now; its messages are numbered from
 //! 1 in the order they were stored, which is the order they are read back.
 
+use jiff::Timestamp;
 use serde_json::{Map, Value};
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
+use crate::{Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, random_hex};
 
 /// A stored conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,10 +25,10 @@ pub struct Conversation {
     pub agent: Option<String>,
     /// How many messages it holds.
     pub messages: i64,
-    /// Creation (ms).
-    pub created_at: i64,
-    /// Last message (ms).
-    pub updated_at: i64,
+    /// Creation.
+    pub created_at: Timestamp,
+    /// Last message.
+    pub updated_at: Timestamp,
 }
 
 /// A message to store.
@@ -60,8 +61,8 @@ pub struct StoredMessage {
     pub agent: Option<String>,
     /// The rest.
     pub data: Map<String, Value>,
-    /// When it was stored (ms).
-    pub created_at: i64,
+    /// When it was stored.
+    pub created_at: Timestamp,
 }
 
 const COLUMNS: &str =
@@ -83,8 +84,8 @@ where
         app_slug: row.try_get("app_slug")?,
         agent: row.try_get("agent")?,
         messages: next_seq - 1,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
     })
 }
 
@@ -104,7 +105,7 @@ where
         agent: row.try_get("agent")?,
         data: serde_json::from_str(&data)
             .map_err(|e| StoreError::Corrupt(format!("a message's data is not JSON: {e}")))?,
-        created_at: row.try_get("created_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
     })
 }
 
@@ -136,8 +137,8 @@ impl Store {
             app_slug: None,
             agent: None,
             messages: 0,
-            created_at: now,
-            updated_at: now,
+            created_at: millis(now)?,
+            updated_at: millis(now)?,
         })
     }
 
@@ -209,10 +210,12 @@ impl Store {
         &self,
         tenant: &TenantKey,
         user_id: &str,
-        after: Option<(i64, &str)>,
+        after: Option<(Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<Conversation>> {
-        let (at, id) = after.unwrap_or((i64::MAX, "\u{10ffff}"));
+        let (at, id) = after.map_or((i64::MAX, "\u{10ffff}"), |(at, key)| {
+            (at.as_millisecond(), key)
+        });
         let sql = format!(
             "SELECT {COLUMNS} FROM conversations WHERE org_id = $1 AND tenant_id = $2 AND user_id = $3 \
              AND (created_at < $4 OR (created_at = $4 AND id < $5)) \
@@ -338,7 +341,7 @@ impl Store {
                     app_slug: message.app_slug.clone(),
                     agent: message.agent.clone(),
                     data: message.data.clone(),
-                    created_at: now,
+                    created_at: millis(now)?,
                 });
             }
             if let Some((app_slug, agent)) = agent {

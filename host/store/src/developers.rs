@@ -1,8 +1,9 @@
 //! Developer accounts: who may register apps, and who may promote them.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, now_millis, on_pool, random_hex};
+use crate::{Result, Store, StoreError, millis, now_millis, on_pool, opt_millis, random_hex};
 
 /// A developer account.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,11 +17,11 @@ pub struct Developer {
     /// Whether the developer may promote versions (registering is always allowed).
     pub publish_allowed: bool,
     /// When the account was suspended: its tokens are refused from then on.
-    pub suspended_at: Option<i64>,
+    pub suspended_at: Option<Timestamp>,
     /// The organization and tenant the developer tries their apps in, when set.
     pub dev_tenant: Option<(String, String)>,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
 }
 
 /// What a new developer account is made of.
@@ -94,9 +95,9 @@ where
         email: row.try_get("email")?,
         login: row.try_get("login")?,
         publish_allowed: row.try_get("publish_allowed")?,
-        suspended_at: row.try_get("suspended_at")?,
+        suspended_at: opt_millis(row.try_get("suspended_at")?)?,
         dev_tenant: org.zip(tenant),
-        created_at: row.try_get("created_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
     })
 }
 

@@ -4,10 +4,11 @@
 //! between states in single statements, so two admins acting at once leave one of the states
 //! the lifecycle allows.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
 use crate::installs::json_list;
-use crate::{Result, Store, StoreError, TenantKey, now_millis, on_pool};
+use crate::{Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, opt_millis};
 
 /// A stored grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,16 +19,16 @@ pub struct Grant {
     pub callee_app: String,
     /// The callee's agents it may invoke; `__route__` admits the callee's declared routes.
     pub allowed_agents: Vec<String>,
-    /// When the caller side approved (ms).
-    pub caller_approved_at: Option<i64>,
-    /// When the callee side approved (ms).
-    pub callee_approved_at: Option<i64>,
-    /// When either side revoked it (ms).
-    pub revoked_at: Option<i64>,
-    /// Creation (ms).
-    pub created_at: i64,
-    /// Last change (ms).
-    pub updated_at: i64,
+    /// When the caller side approved.
+    pub caller_approved_at: Option<Timestamp>,
+    /// When the callee side approved.
+    pub callee_approved_at: Option<Timestamp>,
+    /// When either side revoked it.
+    pub revoked_at: Option<Timestamp>,
+    /// Creation.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
 }
 
 impl Grant {
@@ -54,11 +55,11 @@ where
         caller_app: row.try_get("caller_app")?,
         callee_app: row.try_get("callee_app")?,
         allowed_agents: json_list(&row.try_get::<String, _>("allowed_agents")?)?,
-        caller_approved_at: row.try_get("caller_approved_at")?,
-        callee_approved_at: row.try_get("callee_approved_at")?,
-        revoked_at: row.try_get("revoked_at")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        caller_approved_at: opt_millis(row.try_get("caller_approved_at")?)?,
+        callee_approved_at: opt_millis(row.try_get("callee_approved_at")?)?,
+        revoked_at: opt_millis(row.try_get("revoked_at")?)?,
+        created_at: millis(row.try_get("created_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
     })
 }
 

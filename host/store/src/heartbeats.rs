@@ -7,9 +7,12 @@
 //! if the row still holds the due time the host read: of several hosts, one runs it, and a
 //! host that dies mid-run leaves the next run scheduled (its run is marked `lost` later).
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{InstallKey, Result, Store, StoreError, TenantKey, now_millis, on_pool};
+use crate::{
+    InstallKey, Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, opt_millis,
+};
 
 /// Consecutive failures after which a heartbeat is disabled.
 pub const MAX_CONSECUTIVE_FAILURES: i64 = 5;
@@ -40,20 +43,20 @@ pub struct HeartbeatRow {
     pub slug: String,
     /// `active`, `disabled` or `retired`.
     pub state: String,
-    /// When it runs next (ms); none: not computed yet.
-    pub next_run_at: Option<i64>,
+    /// When it runs next; none: not computed yet.
+    pub next_run_at: Option<Timestamp>,
     /// The schedule `next_run_at` was computed for.
     pub schedule_key: Option<String>,
     /// Failures since the last success.
     pub consecutive_failures: i64,
-    /// The last run's start (ms).
-    pub last_run_at: Option<i64>,
-    /// The last run that ended without failure (ms).
-    pub last_ok_at: Option<i64>,
+    /// The last run's start.
+    pub last_run_at: Option<Timestamp>,
+    /// The last run that ended without failure.
+    pub last_ok_at: Option<Timestamp>,
     /// Why the last failed run failed (cleared by a success).
     pub last_error: Option<String>,
-    /// The last wake by an event (ms).
-    pub woken_at: Option<i64>,
+    /// The last wake by an event.
+    pub woken_at: Option<Timestamp>,
     /// What woke it: `<emitter_app>/<event_name>`.
     pub woken_by: Option<String>,
 }
@@ -85,18 +88,18 @@ pub struct HeartbeatRef<'a> {
 pub struct HeartbeatClaim<'a> {
     /// Which heartbeat.
     pub heartbeat: HeartbeatRef<'a>,
-    /// When it was due (ms): the run's key.
-    pub due_at: i64,
+    /// When it was due: the run's key.
+    pub due_at: Timestamp,
     /// `schedule`, `wake` or `run_now`.
     pub trigger: &'a str,
     /// The host claiming it.
     pub host: &'a str,
-    /// When, by the claiming scheduler's clock (ms): the run's start, its row's last run, and
+    /// When, by the claiming scheduler's clock: the run's start, its row's last run, and
     /// what its lost-after time counts from.
-    pub at: i64,
+    pub at: Timestamp,
     /// For a scheduled run: the row must still hold `next_run_at` = `.0` (none: not computed),
     /// and it moves to `.1`.
-    pub advance: Option<(Option<i64>, i64)>,
+    pub advance: Option<(Option<Timestamp>, Timestamp)>,
 }
 
 /// How a claimed run ended.
@@ -129,8 +132,8 @@ pub struct HeartbeatRun {
     pub agent: String,
     /// The heartbeat.
     pub slug: String,
-    /// When it was due (ms).
-    pub due_at: i64,
+    /// When it was due.
+    pub due_at: Timestamp,
     /// `schedule`, `wake` or `run_now`.
     pub trigger: String,
     /// The host that ran it.
@@ -147,10 +150,10 @@ pub struct HeartbeatRun {
     pub escalated: bool,
     /// Its model calls' cost, in micro-dollars.
     pub cost_micros: i64,
-    /// When it was claimed (ms).
-    pub claimed_at: i64,
-    /// When it ended (ms).
-    pub finished_at: Option<i64>,
+    /// When it was claimed.
+    pub claimed_at: Timestamp,
+    /// When it ended.
+    pub finished_at: Option<Timestamp>,
 }
 
 const ROW_COLUMNS: &str = "h.id, h.agent, h.slug, h.state, h.next_run_at, h.schedule_key, \
@@ -169,13 +172,13 @@ where
         agent: row.try_get("agent")?,
         slug: row.try_get("slug")?,
         state: row.try_get("state")?,
-        next_run_at: row.try_get("next_run_at")?,
+        next_run_at: opt_millis(row.try_get("next_run_at")?)?,
         schedule_key: row.try_get("schedule_key")?,
         consecutive_failures: row.try_get("consecutive_failures")?,
-        last_run_at: row.try_get("last_run_at")?,
-        last_ok_at: row.try_get("last_ok_at")?,
+        last_run_at: opt_millis(row.try_get("last_run_at")?)?,
+        last_ok_at: opt_millis(row.try_get("last_ok_at")?)?,
         last_error: row.try_get("last_error")?,
-        woken_at: row.try_get("woken_at")?,
+        woken_at: opt_millis(row.try_get("woken_at")?)?,
         woken_by: row.try_get("woken_by")?,
     })
 }
@@ -194,7 +197,7 @@ where
     Ok(HeartbeatRun {
         agent: row.try_get("agent")?,
         slug: row.try_get("slug")?,
-        due_at: row.try_get("due_at")?,
+        due_at: millis(row.try_get("due_at")?)?,
         trigger: row.try_get("run_trigger")?,
         host: row.try_get("host")?,
         outcome: row.try_get("outcome")?,
@@ -203,8 +206,8 @@ where
         reply: row.try_get("reply")?,
         escalated: row.try_get::<i64, _>("escalated")? != 0,
         cost_micros: row.try_get("cost_micros")?,
-        claimed_at: row.try_get("claimed_at")?,
-        finished_at: row.try_get("finished_at")?,
+        claimed_at: millis(row.try_get("claimed_at")?)?,
+        finished_at: opt_millis(row.try_get("finished_at")?)?,
     })
 }
 
@@ -289,7 +292,7 @@ impl Store {
     /// At most `limit` active rows of active installs whose next run is due at `now` (or not
     /// computed yet), those not computed yet first, then the most overdue, in the same order
     /// on both databases (SQLite sorts NULL first and PostgreSQL last, so the order says it).
-    pub async fn due_heartbeats(&self, now: i64, limit: i64) -> Result<Vec<DueHeartbeat>> {
+    pub async fn due_heartbeats(&self, now: Timestamp, limit: i64) -> Result<Vec<DueHeartbeat>> {
         on_pool!(self, pool => {
             sqlx::query(&format!(
                 "SELECT h.org_id, h.tenant_id, h.app_slug, i.version, {ROW_COLUMNS} FROM heartbeats h \
@@ -297,7 +300,7 @@ impl Store {
                  WHERE h.state = 'active' AND (h.next_run_at IS NULL OR h.next_run_at <= $1) AND i.status = 'active' \
                  ORDER BY (h.next_run_at IS NOT NULL), h.next_run_at, h.org_id, h.tenant_id, h.app_slug, h.agent, h.slug LIMIT $2"
             ))
-            .bind(now).bind(limit)
+            .bind(now.as_millisecond()).bind(limit)
             .fetch_all(pool).await?
             .iter()
             .map(|r| {
@@ -320,10 +323,11 @@ impl Store {
     pub async fn advance_heartbeat(
         &self,
         heartbeat: HeartbeatRef<'_>,
-        from: Option<i64>,
-        to: i64,
+        from: Option<Timestamp>,
+        to: Timestamp,
     ) -> Result<bool> {
         let i = heartbeat.install;
+        let (from, to) = (from.map(|t| t.as_millisecond()), to.as_millisecond());
         on_pool!(self, pool => {
             Ok(sqlx::query(
                 "UPDATE heartbeats SET next_run_at = $1 WHERE org_id = $2 AND tenant_id = $3 \
@@ -342,7 +346,11 @@ impl Store {
             agent,
             slug,
         } = claim.heartbeat;
-        let now = claim.at;
+        let now = claim.at.as_millisecond();
+        let due_at = claim.due_at.as_millisecond();
+        let advance = claim
+            .advance
+            .map(|(from, to)| (from.map(|t| t.as_millisecond()), to.as_millisecond()));
         on_pool!(self, pool => {
             let mut tx = crate::WriteTransaction::begin_write(pool).await?;
             let inserted = sqlx::query(
@@ -351,12 +359,12 @@ impl Store {
                  ON CONFLICT (org_id, tenant_id, app_slug, agent, slug, due_at) DO NOTHING",
             )
             .bind(&i.org_id).bind(&i.tenant_id).bind(&i.app_slug).bind(agent).bind(slug)
-            .bind(claim.due_at).bind(claim.trigger).bind(claim.host).bind(now)
+            .bind(due_at).bind(claim.trigger).bind(claim.host).bind(now)
             .execute(&mut *tx).await?.rows_affected() == 1;
             if !inserted {
                 return Ok(false);
             }
-            let moved = match claim.advance {
+            let moved = match advance {
                 Some((from, to)) => sqlx::query(
                     "UPDATE heartbeats SET next_run_at = $1, last_run_at = $2, updated_at = $2 \
                      WHERE org_id = $3 AND tenant_id = $4 AND app_slug = $5 AND agent = $6 AND slug = $7 \
@@ -389,9 +397,10 @@ impl Store {
     pub async fn finish_heartbeat_run(
         &self,
         heartbeat: HeartbeatRef<'_>,
-        due_at: i64,
+        due_at: Timestamp,
         end: HeartbeatEnd<'_>,
     ) -> Result<Option<HeartbeatRow>> {
+        let due_at = due_at.as_millisecond();
         let HeartbeatRef {
             install: i,
             agent,
@@ -442,11 +451,11 @@ impl Store {
         })
     }
 
-    /// Runs still `running` that were claimed before `claimed_before` (ms): their host
+    /// Runs still `running` that were claimed before `claimed_before`: their host
     /// stopped, or they outlived any run's limit. At most `limit`.
     pub async fn stale_heartbeat_runs(
         &self,
-        claimed_before: i64,
+        claimed_before: Timestamp,
         limit: i64,
     ) -> Result<Vec<(InstallKey, HeartbeatRun)>> {
         on_pool!(self, pool => {
@@ -454,7 +463,7 @@ impl Store {
                 "SELECT org_id, tenant_id, app_slug, {RUN_COLUMNS} FROM heartbeat_runs \
                  WHERE outcome = 'running' AND claimed_at < $1 ORDER BY claimed_at LIMIT $2"
             ))
-            .bind(claimed_before).bind(limit)
+            .bind(claimed_before.as_millisecond()).bind(limit)
             .fetch_all(pool).await?
             .iter()
             .map(|r| {

@@ -6,12 +6,14 @@
 //! grants of its cross-app dependencies (merged, never weakened) and the templates cloned once
 //! per (tenant, slug). Every query names the organization and the tenant.
 
+use jiff::Timestamp;
 use serde_json::{Map, Value};
 use sqlx::Row;
 
 use crate::changes::Change;
 use crate::{
-    InstallKey, InstallValueKind, Result, Store, StoreError, TenantKey, now_millis, on_pool,
+    InstallKey, InstallValueKind, Result, Store, StoreError, TenantKey, millis, now_millis,
+    on_pool, opt_millis,
 };
 
 /// Whether an install runs.
@@ -86,14 +88,14 @@ pub struct Install {
     pub pending_version: Option<String>,
     /// The user who activated it last.
     pub activated_by: Option<String>,
-    /// First activation, ms since the epoch.
-    pub first_activated_at: i64,
+    /// First activation.
+    pub first_activated_at: Timestamp,
     /// Last activation.
-    pub activated_at: i64,
+    pub activated_at: Timestamp,
     /// Last deactivation, while inactive.
-    pub deactivated_at: Option<i64>,
+    pub deactivated_at: Option<Timestamp>,
     /// Last change.
-    pub updated_at: i64,
+    pub updated_at: Timestamp,
 }
 
 impl Install {
@@ -243,10 +245,10 @@ where
         upgrade_policy: UpgradePolicy::parse(&policy).unwrap_or(UpgradePolicy::Manual),
         pending_version: row.try_get("pending_version")?,
         activated_by: row.try_get("activated_by")?,
-        first_activated_at: row.try_get("first_activated_at")?,
-        activated_at: row.try_get("activated_at")?,
-        deactivated_at: row.try_get("deactivated_at")?,
-        updated_at: row.try_get("updated_at")?,
+        first_activated_at: millis(row.try_get("first_activated_at")?)?,
+        activated_at: millis(row.try_get("activated_at")?)?,
+        deactivated_at: opt_millis(row.try_get("deactivated_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
     })
 }
 

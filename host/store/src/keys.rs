@@ -1,11 +1,12 @@
 //! Organization API keys: created once (the secret is shown then and never again), stored as a
 //! SHA-256 digest, listed, revoked.
 
+use jiff::Timestamp;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use crate::changes::Change;
-use crate::{Result, Store, StoreError, now_millis, on_pool, random_hex};
+use crate::{Result, Store, StoreError, millis, now_millis, on_pool, opt_millis, random_hex};
 
 /// Every key starts with this, so it is recognisable in logs and secret scanners.
 pub const KEY_PREFIX: &str = "atr_";
@@ -38,10 +39,10 @@ pub struct ApiKey {
     pub name: String,
     /// The first characters of the secret, to recognise it.
     pub prefix: String,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
     /// Revocation time, if revoked.
-    pub revoked_at: Option<i64>,
+    pub revoked_at: Option<Timestamp>,
 }
 
 /// Who a presented key belongs to.
@@ -138,11 +139,11 @@ impl Store {
                         org_name: r.try_get("org_name")?,
                         name: r.try_get("name")?,
                         prefix: r.try_get("prefix")?,
-                        created_at: r.try_get("created_at")?,
-                        revoked_at: r.try_get("revoked_at")?,
+                        created_at: millis(r.try_get("created_at")?)?,
+                        revoked_at: opt_millis(r.try_get("revoked_at")?)?,
                     })
                 })
-                .collect::<Result<Vec<_>, sqlx::Error>>()?
+                .collect::<Result<Vec<_>>>()?
         });
         Ok(keys)
     }

@@ -12,10 +12,12 @@
 //! Writes that change what a host may cache (installs, tenant users and tokens, keys) record
 //! it in the change feed (`changes`), which every host polls to keep its [`Cache`]s honest.
 //!
-//! Times: a row's times are `jiff::Timestamp`s where the row carries several of different
-//! precision (a room, its members and its messages: the columns keep ms, and µs for the
-//! messages, which a room orders strictly), so that no struct holds two units; the other rows
-//! keep one unit, ms since the epoch as `i64`, named in each field's docs.
+//! Times: every time the store takes or hands out (a row's fields, a query's bounds, a page's
+//! cursor) is a `jiff::Timestamp`, so that no caller does arithmetic in a unit it has to
+//! remember. The columns keep integers: ms since the epoch, and µs for a room's messages,
+//! which a room orders strictly. The conversion happens at the store's edge, by `millis`
+//! and `micros` when a row is read and `as_millisecond` when one is written; a stored
+//! integer out of a `Timestamp`'s range (years -9999 to 9999) reads as `StoreError::Corrupt`.
 //!
 //! Keys are stored as SHA-256 digests of the secret, never in clear: a key is 32 random bytes,
 //! so a fast hash cannot be searched backwards, and lookups stay one indexed read.
@@ -486,7 +488,24 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// Milliseconds since the Unix epoch.
+/// A time a column keeps in ms since the epoch.
+pub(crate) fn millis(ms: i64) -> Result<jiff::Timestamp> {
+    jiff::Timestamp::from_millisecond(ms)
+        .map_err(|e| StoreError::Corrupt(format!("a stored time ({ms} ms) is out of range: {e}")))
+}
+
+/// A time a column may keep in ms since the epoch.
+pub(crate) fn opt_millis(ms: Option<i64>) -> Result<Option<jiff::Timestamp>> {
+    ms.map(millis).transpose()
+}
+
+/// A time a column keeps in µs since the epoch (a room's messages).
+pub(crate) fn micros(us: i64) -> Result<jiff::Timestamp> {
+    jiff::Timestamp::from_microsecond(us)
+        .map_err(|e| StoreError::Corrupt(format!("a stored time ({us} µs) is out of range: {e}")))
+}
+
+/// Milliseconds since the Unix epoch, the unit most columns keep.
 pub(crate) fn now_millis() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -2,9 +2,10 @@
 //! tier, provider and/or model of the /v1 gateway that role calls. The platform owns the names
 //! and the defaults (`atrium_platform::llm_roles`); the store keeps what a tenant set.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{Result, Store, TenantKey, now_millis, on_pool};
+use crate::{Result, Store, TenantKey, millis, now_millis, on_pool};
 
 /// One role a tenant set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,8 +18,8 @@ pub struct LlmRole {
     pub provider: Option<String>,
     /// A model, when set.
     pub model: Option<String>,
-    /// When it was set, in ms since the epoch.
-    pub updated_at: i64,
+    /// When it was set.
+    pub updated_at: Timestamp,
 }
 
 impl Store {
@@ -38,7 +39,7 @@ impl Store {
                         tier: row.try_get("tier")?,
                         provider: row.try_get("provider")?,
                         model: row.try_get("model")?,
-                        updated_at: row.try_get("updated_at")?,
+                        updated_at: millis(row.try_get("updated_at")?)?,
                     })
                 })
                 .collect()
@@ -103,8 +104,8 @@ pub struct AgentLimitsRow {
     pub budget_micros: Option<i64>,
     /// How long a run may take, in ms.
     pub timeout_ms: Option<i64>,
-    /// When they were set (ms), or none when the tenant never set any.
-    pub updated_at: Option<i64>,
+    /// When they were set, or none when the tenant never set any.
+    pub updated_at: Option<Timestamp>,
 }
 
 impl Store {
@@ -123,7 +124,7 @@ impl Store {
                     max_steps: row.try_get("max_steps")?,
                     budget_micros: row.try_get("budget_micros")?,
                     timeout_ms: row.try_get("timeout_ms")?,
-                    updated_at: Some(row.try_get("updated_at")?),
+                    updated_at: Some(millis(row.try_get("updated_at")?)?),
                 }),
             }
         })

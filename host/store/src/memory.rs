@@ -1,10 +1,11 @@
 //! An agent's memory: entries by kind, per (tenant, install, agent). Every query names the
 //! organization, the tenant, the app and the agent: nothing crosses tenants, apps or agents.
 
+use jiff::Timestamp;
 use serde_json::{Map, Value};
 use sqlx::Row;
 
-use crate::{InstallKey, Result, Store, StoreError, now_millis, on_pool, random_hex};
+use crate::{InstallKey, Result, Store, StoreError, millis, now_millis, on_pool, random_hex};
 
 /// A stored memory entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,8 +20,8 @@ pub struct MemoryEntry {
     pub content: String,
     /// Structured data (an object).
     pub data: Map<String, Value>,
-    /// When it was written (ms).
-    pub created_at: i64,
+    /// When it was written.
+    pub created_at: Timestamp,
 }
 
 impl Store {
@@ -52,7 +53,7 @@ impl Store {
             kind: kind.to_owned(),
             content: content.to_owned(),
             data: data.clone(),
-            created_at: now,
+            created_at: millis(now)?,
         })
     }
 
@@ -86,7 +87,7 @@ impl Store {
                     data: serde_json::from_str(&data).map_err(|e| {
                         StoreError::Corrupt(format!("a memory entry's data is not JSON: {e}"))
                     })?,
-                    created_at: r.try_get("created_at")?,
+                    created_at: millis(r.try_get("created_at")?)?,
                 })
             })
             .collect()

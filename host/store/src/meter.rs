@@ -51,14 +51,12 @@ enum Message {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FlushError {
     /// The store refuses the writer's batches.
-    #[error(
-        "the database refuses usage records ({held} waiting since {since_ms} ms after the epoch): {error}"
-    )]
+    #[error("the database refuses usage records ({held} waiting since {since}): {error}")]
     Failing {
         /// Records the writer holds.
         held: usize,
-        /// When the first refused try was, in ms since the Unix epoch.
-        since_ms: i64,
+        /// When the first refused try was.
+        since: jiff::Timestamp,
         /// The database's last error.
         error: String,
     },
@@ -74,8 +72,8 @@ pub enum MeteringHealth {
     Writing,
     /// The store refuses its batches.
     Failing {
-        /// When the first refused try was, in ms since the Unix epoch.
-        since_ms: i64,
+        /// When the first refused try was.
+        since: jiff::Timestamp,
         /// Records the writer holds, stored once the store takes them.
         held: usize,
         /// The database's last error.
@@ -213,17 +211,8 @@ impl Metering {
         if self.tx.is_closed() {
             return Err(FlushError::Stopped);
         }
-        if let MeteringHealth::Failing {
-            since_ms,
-            held,
-            error,
-        } = self.health()
-        {
-            return Err(FlushError::Failing {
-                held,
-                since_ms,
-                error,
-            });
+        if let MeteringHealth::Failing { since, held, error } = self.health() {
+            return Err(FlushError::Failing { held, since, error });
         }
         let (done, wait) = oneshot::channel();
         if self
@@ -343,7 +332,7 @@ impl Writer {
         }
         let mut pause = FIRST_PAUSE;
         let mut tries = 0;
-        let first_refusal = crate::now_millis();
+        let first_refusal = jiff::Timestamp::now();
         let error = loop {
             // No deadline around the write: a try cut off while committing might have stored
             // the batch, and a second try would count it twice. The database's own limits
@@ -374,20 +363,16 @@ impl Writer {
         self.held = records;
         let failing = {
             let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
-            let since_ms = match &*health {
-                MeteringHealth::Failing { since_ms, .. } => *since_ms,
+            let since = match &*health {
+                MeteringHealth::Failing { since, .. } => *since,
                 MeteringHealth::Writing => first_refusal,
             };
             *health = MeteringHealth::Failing {
-                since_ms,
+                since,
                 held,
                 error: error.clone(),
             };
-            FlushError::Failing {
-                held,
-                since_ms,
-                error,
-            }
+            FlushError::Failing { held, since, error }
         };
         tracing::error!(
             records = held,
@@ -400,9 +385,9 @@ impl Writer {
     /// A batch was stored: the writer is healthy again.
     fn written(&self) {
         let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
-        if let MeteringHealth::Failing { since_ms, .. } = &*health {
+        if let MeteringHealth::Failing { since, .. } = &*health {
             tracing::info!(
-                failing_for_ms = crate::now_millis() - since_ms,
+                failing_for_ms = jiff::Timestamp::now().duration_since(*since).as_millis(),
                 "the database takes usage records again"
             );
         }

@@ -2,9 +2,10 @@
 //! themselves are in LanceDB (atrium-retrieval); this is the listing, the ownership and the
 //! state of each document.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
+use crate::{Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, random_hex};
 
 /// Longest collection name.
 pub const MAX_COLLECTION_NAME: usize = 128;
@@ -24,8 +25,8 @@ pub struct Collection {
     pub embedder: String,
     /// The embedder's model, fixed at creation.
     pub model: String,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
 }
 
 /// A collection with its counts, for listings.
@@ -56,8 +57,8 @@ pub struct Document {
     pub chars: i64,
     /// `indexing` or `indexed`.
     pub status: String,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
 }
 
 /// Checks a collection name: 1 to 128 characters among letters, digits, `-`, `_` and `.`.
@@ -76,7 +77,7 @@ pub fn check_collection_name(name: &str) -> Result<()> {
     }
 }
 
-fn collection_from_row<R: Row>(row: &R) -> Result<Collection, sqlx::Error>
+fn collection_from_row<R: Row>(row: &R) -> Result<Collection>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
@@ -89,11 +90,11 @@ where
         name: row.try_get("name")?,
         embedder: row.try_get("embedder")?,
         model: row.try_get("model")?,
-        created_at: row.try_get("created_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
     })
 }
 
-fn document_from_row<R: Row>(row: &R) -> Result<Document, sqlx::Error>
+fn document_from_row<R: Row>(row: &R) -> Result<Document>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
@@ -107,7 +108,7 @@ where
         chunks: row.try_get("chunks")?,
         chars: row.try_get("chars")?,
         status: row.try_get("status")?,
-        created_at: row.try_get("created_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
     })
 }
 
@@ -279,10 +280,10 @@ impl Store {
     pub async fn documents_page(
         &self,
         collection_id: &str,
-        after: Option<(i64, &str)>,
+        after: Option<(Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<Document>> {
-        let (at, id) = after.unwrap_or((i64::MIN, ""));
+        let (at, id) = after.map_or((i64::MIN, ""), |(at, key)| (at.as_millisecond(), key));
         let sql = format!(
             "SELECT {DOCUMENT_COLUMNS} FROM rag_documents WHERE collection_id = $1 AND status = 'indexed' \
              AND (created_at > $2 OR (created_at = $2 AND id > $3)) ORDER BY created_at, id LIMIT $4"
@@ -324,11 +325,11 @@ impl Store {
     }
 
     /// Documents left `indexing` (by a host that stopped mid-write) that started before
-    /// `before` (ms since the epoch): (collection id, document id).
-    pub async fn unfinished_documents(&self, before: i64) -> Result<Vec<(String, String)>> {
+    /// `before`: (collection id, document id).
+    pub async fn unfinished_documents(&self, before: Timestamp) -> Result<Vec<(String, String)>> {
         let list = on_pool!(self, pool => {
             let rows = sqlx::query("SELECT collection_id, id FROM rag_documents WHERE status = 'indexing' AND created_at < $1")
-                .bind(before).fetch_all(pool).await?;
+                .bind(before.as_millisecond()).fetch_all(pool).await?;
             let mut list = Vec::with_capacity(rows.len());
             for row in &rows {
                 list.push((row.try_get("collection_id")?, row.try_get("id")?));

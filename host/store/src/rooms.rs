@@ -15,7 +15,7 @@ use sqlx::Row;
 
 use crate::installs::{json_list, json_object};
 use crate::tenant_tokens::random_uuid;
-use crate::{Pool, Result, Store, StoreError, TenantKey, now_millis, on_pool};
+use crate::{Pool, Result, Store, StoreError, TenantKey, micros, millis, now_millis, on_pool};
 
 /// The PostgreSQL channel a post notifies: the payload is `<room_id> <seq>`.
 pub const ROOM_CHANNEL: &str = "atrium_rooms";
@@ -262,18 +262,6 @@ where
     })
 }
 
-/// A time the rooms' tables keep in ms (rooms and their members).
-fn millis(ms: i64) -> Result<Timestamp> {
-    Timestamp::from_millisecond(ms)
-        .map_err(|e| StoreError::Corrupt(format!("a stored time is out of range: {e}")))
-}
-
-/// A time the rooms' tables keep in µs (messages, which a room orders strictly).
-fn micros(us: i64) -> Result<Timestamp> {
-    Timestamp::from_microsecond(us)
-        .map_err(|e| StoreError::Corrupt(format!("a stored time is out of range: {e}")))
-}
-
 fn to_json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string(value)
         .map_err(|e| StoreError::Internal(format!("a value does not encode as JSON: {e}")))
@@ -362,10 +350,12 @@ impl Store {
         &self,
         tenant: &TenantKey,
         member: Option<&str>,
-        after: Option<(i64, &str)>,
+        after: Option<(Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<Room>> {
-        let (at, id) = after.unwrap_or((i64::MAX, "\u{10ffff}"));
+        let (at, id) = after.map_or((i64::MAX, "\u{10ffff}"), |(at, key)| {
+            (at.as_millisecond(), key)
+        });
         let sql = format!(
             "SELECT {ROOM_COLUMNS} FROM rooms r WHERE r.org_id = $1 AND r.tenant_id = $2 \
              AND ($3 IS NULL OR EXISTS (SELECT 1 FROM room_members k WHERE k.org_id = r.org_id \

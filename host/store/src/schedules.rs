@@ -1,18 +1,19 @@
 //! Runs of the apps' named schedules, claimed in the database so that several hosts on one
 //! database run each due minute once.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
 use crate::installs::{COLUMNS, install_from};
-use crate::{Install, InstallKey, Result, Store, now_millis, on_pool};
+use crate::{Install, InstallKey, Result, Store, millis, now_millis, on_pool};
 
 /// One run of a schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleRun {
     /// The schedule's name.
     pub schedule: String,
-    /// The minute it was due, ms since the epoch.
-    pub due_at: i64,
+    /// The minute it was due.
+    pub due_at: Timestamp,
     /// The host that ran it.
     pub host: String,
     /// `running`, `ok` or `failed`.
@@ -28,8 +29,8 @@ pub struct ScheduleSlot<'a> {
     pub install: &'a Install,
     /// The schedule's name.
     pub schedule: &'a str,
-    /// The minute it is due, ms since the epoch.
-    pub due_at: i64,
+    /// The minute it is due.
+    pub due_at: Timestamp,
 }
 
 impl Store {
@@ -44,7 +45,7 @@ impl Store {
                  VALUES ($1, $2, $3, $4, $5, $6, 'running', $7) \
                  ON CONFLICT (org_id, tenant_id, app_slug, schedule, due_at) DO NOTHING",
             )
-            .bind(&i.org_id).bind(&i.tenant_id).bind(&i.app_slug).bind(slot.schedule).bind(slot.due_at).bind(host).bind(now)
+            .bind(&i.org_id).bind(&i.tenant_id).bind(&i.app_slug).bind(slot.schedule).bind(slot.due_at.as_millisecond()).bind(host).bind(now)
             .execute(pool).await?.rows_affected() == 1)
         })
     }
@@ -64,7 +65,7 @@ impl Store {
                  WHERE org_id = $4 AND tenant_id = $5 AND app_slug = $6 AND schedule = $7 AND due_at = $8",
             )
             .bind(outcome).bind(error).bind(now)
-            .bind(&i.org_id).bind(&i.tenant_id).bind(&i.app_slug).bind(slot.schedule).bind(slot.due_at)
+            .bind(&i.org_id).bind(&i.tenant_id).bind(&i.app_slug).bind(slot.schedule).bind(slot.due_at.as_millisecond())
             .execute(pool).await?;
         });
         Ok(())
@@ -92,7 +93,7 @@ impl Store {
                 .map(|r| {
                     Ok(ScheduleRun {
                         schedule: r.try_get("schedule")?,
-                        due_at: r.try_get("due_at")?,
+                        due_at: millis(r.try_get("due_at")?)?,
                         host: r.try_get("host")?,
                         outcome: r.try_get("outcome")?,
                         error: r.try_get("error")?,

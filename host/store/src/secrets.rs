@@ -1,9 +1,10 @@
 //! An app's default secrets, as sealed text: the store never sees a value in clear (the
 //! platform seals and opens them with the host's secrets key).
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{Result, Store, now_millis, on_pool};
+use crate::{Result, Store, millis, now_millis, on_pool};
 
 /// A secret's metadata: everything but the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,10 +13,10 @@ pub struct SecretMeta {
     pub key: String,
     /// What it is for.
     pub description: Option<String>,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
     /// Last change of the value or description.
-    pub updated_at: i64,
+    pub updated_at: Timestamp,
 }
 
 fn meta_from<R: Row>(row: &R) -> Result<SecretMeta>
@@ -27,8 +28,8 @@ where
     Ok(SecretMeta {
         key: row.try_get("key")?,
         description: row.try_get("description")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
     })
 }
 

@@ -6,11 +6,14 @@
 //! one tenant, with a role: `admin` or `user`. Every user has a UUID, the caller's or a random
 //! (version 4) one, and a display name.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
 use crate::changes::Change;
 use crate::keys::{check_name, digest};
-use crate::{Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
+use crate::{
+    Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, opt_millis, random_hex,
+};
 
 /// Every tenant token starts with this, so it is told apart from an organization key (`atr_`).
 pub const TENANT_TOKEN_PREFIX: &str = "att_";
@@ -80,10 +83,10 @@ pub struct TenantToken {
     pub display_name: String,
     /// The first characters of the secret, to recognise it.
     pub prefix: String,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
+    /// Creation time.
+    pub created_at: Timestamp,
     /// Revocation time, if revoked.
-    pub revoked_at: Option<i64>,
+    pub revoked_at: Option<Timestamp>,
 }
 
 /// A tenant token just created: the only time its secret is known.
@@ -189,8 +192,8 @@ where
         user_id: r.try_get("user_id")?,
         display_name: r.try_get("display_name")?,
         prefix: r.try_get("prefix")?,
-        created_at: r.try_get("created_at")?,
-        revoked_at: r.try_get("revoked_at")?,
+        created_at: millis(r.try_get("created_at")?)?,
+        revoked_at: opt_millis(r.try_get("revoked_at")?)?,
     })
 }
 
@@ -291,7 +294,7 @@ impl Store {
                 user_id,
                 display_name,
                 prefix,
-                created_at: now,
+                created_at: millis(now)?,
                 revoked_at: None,
             },
             secret,
@@ -335,10 +338,10 @@ impl Store {
     pub async fn tenant_tokens_page(
         &self,
         tenant: &TenantKey,
-        after: Option<(i64, &str)>,
+        after: Option<(Timestamp, &str)>,
         limit: i64,
     ) -> Result<Vec<TenantToken>> {
-        let (at, id) = after.unwrap_or((i64::MIN, ""));
+        let (at, id) = after.map_or((i64::MIN, ""), |(at, key)| (at.as_millisecond(), key));
         let sql = format!(
             "SELECT {COLUMNS} {FROM} WHERE t.org_id = $1 AND t.tenant_id = $2 \
              AND (t.created_at > $3 OR (t.created_at = $3 AND t.id > $4)) \

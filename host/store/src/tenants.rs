@@ -1,8 +1,9 @@
 //! Tenants: the customers of an organization, created on first use or registered up front.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{Result, Store, StoreError, now_millis, on_pool};
+use crate::{Result, Store, StoreError, millis, now_millis, on_pool};
 
 /// A tenant of an organization.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,10 +14,10 @@ pub struct Tenant {
     pub name: Option<String>,
     /// The caller's own id for the tenant, when registered.
     pub external_id: Option<String>,
-    /// First use or registration, ms since the epoch.
-    pub created_at: i64,
-    /// Last registration, ms since the epoch.
-    pub updated_at: i64,
+    /// First use or registration.
+    pub created_at: Timestamp,
+    /// Last registration.
+    pub updated_at: Timestamp,
 }
 
 /// Checks a caller-chosen tenant id: 1 to 256 characters, no control characters.
@@ -93,8 +94,8 @@ impl Store {
                     id: r.try_get("id")?,
                     name: r.try_get("name")?,
                     external_id: r.try_get("external_id")?,
-                    created_at: r.try_get("created_at")?,
-                    updated_at: r.try_get("updated_at")?,
+                    created_at: millis(r.try_get("created_at")?)?,
+                    updated_at: millis(r.try_get("updated_at")?)?,
                 }),
                 None => None,
             }

@@ -2,9 +2,13 @@
 //! The definition (text, criteria, autonomy, budgets) is the installed manifest's; the store
 //! keeps where the loop stands and what each phase produced.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{InstallKey, Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
+use crate::{
+    InstallKey, Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, opt_millis,
+    random_hex,
+};
 
 /// A stored vision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,14 +31,14 @@ pub struct Vision {
     pub goals_done: i64,
     /// What its phases cost, in micro-dollars.
     pub cost_micros: i64,
-    /// When the next phase is due (ms); none while it waits for approval or has ended.
-    pub next_action_at: Option<i64>,
+    /// When the next phase is due; none while it waits for approval or has ended.
+    pub next_action_at: Option<Timestamp>,
     /// Why it stopped.
     pub stop_reason: Option<String>,
-    /// Creation (ms).
-    pub created_at: i64,
-    /// Last change (ms).
-    pub updated_at: i64,
+    /// Creation.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
 }
 
 /// A phase a vision ran, or a decision on its plan.
@@ -54,8 +58,8 @@ pub struct VisionPhase {
     pub cost_micros: i64,
     /// The user who decided, for a decision.
     pub decided_by: Option<String>,
-    /// When it was stored (ms).
-    pub created_at: i64,
+    /// When it was stored.
+    pub created_at: Timestamp,
 }
 
 /// Where a vision moves after a phase.
@@ -72,7 +76,7 @@ pub struct VisionStep<'a> {
     /// Goals to add.
     pub goals_added: i64,
     /// When the next phase is due.
-    pub next_action_at: Option<i64>,
+    pub next_action_at: Option<Timestamp>,
     /// Why it stopped.
     pub stop_reason: Option<&'a str>,
 }
@@ -115,10 +119,10 @@ where
         cycle: row.try_get("cycle")?,
         goals_done: row.try_get("goals_done")?,
         cost_micros: row.try_get("cost_micros")?,
-        next_action_at: row.try_get("next_action_at")?,
+        next_action_at: opt_millis(row.try_get("next_action_at")?)?,
         stop_reason: row.try_get("stop_reason")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: millis(row.try_get("created_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
     })
 }
 
@@ -188,7 +192,11 @@ impl Store {
     }
 
     /// At most `limit` running visions of active installs whose next phase is due at `now`.
-    pub async fn due_visions(&self, now: i64, limit: i64) -> Result<Vec<(InstallKey, Vision)>> {
+    pub async fn due_visions(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<(InstallKey, Vision)>> {
         on_pool!(self, pool => {
             sqlx::query(&format!(
                 "SELECT v.org_id, v.tenant_id, {} FROM visions v \
@@ -197,7 +205,7 @@ impl Store {
                  ORDER BY v.next_action_at LIMIT $2",
                 COLUMNS.split(", ").map(|c| format!("v.{c}")).collect::<Vec<_>>().join(", ")
             ))
-            .bind(now).bind(limit)
+            .bind(now.as_millisecond()).bind(limit)
             .fetch_all(pool).await?
             .iter()
             .map(|r| {
@@ -215,22 +223,23 @@ impl Store {
         })
     }
 
-    /// Claims the due phase of a vision for `lease_until` (ms): `true` when this call moved
+    /// Claims the due phase of a vision for `lease_until`: `true` when this call moved
     /// its next action from `due` (another host's claim moved it first otherwise). A host that
     /// stops mid-phase leaves it due again when the lease ends.
     pub async fn claim_vision(
         &self,
         tenant: &TenantKey,
         id: &str,
-        due: i64,
-        lease_until: i64,
+        due: Timestamp,
+        lease_until: Timestamp,
     ) -> Result<bool> {
         on_pool!(self, pool => {
             Ok(sqlx::query(
                 "UPDATE visions SET next_action_at = $1 WHERE org_id = $2 AND tenant_id = $3 AND id = $4 \
                  AND state = 'running' AND next_action_at = $5",
             )
-            .bind(lease_until).bind(&tenant.org_id).bind(&tenant.tenant_id).bind(id).bind(due)
+            .bind(lease_until.as_millisecond()).bind(&tenant.org_id).bind(&tenant.tenant_id).bind(id)
+            .bind(due.as_millisecond())
             .execute(pool).await?.rows_affected() == 1)
         })
     }
@@ -256,7 +265,7 @@ impl Store {
                  WHERE org_id = $9 AND tenant_id = $10 AND id = $11 AND state = $12 AND phase = $13",
             )
             .bind(step.state).bind(step.phase).bind(step.cycle).bind(step.goals_added)
-            .bind(r.cost_micros).bind(step.next_action_at).bind(step.stop_reason).bind(now)
+            .bind(r.cost_micros).bind(step.next_action_at.map(|t| t.as_millisecond())).bind(step.stop_reason).bind(now)
             .bind(&tenant.org_id).bind(&tenant.tenant_id).bind(id).bind(from.0).bind(from.1)
             .execute(&mut *tx).await?.rows_affected() == 1;
             if !moved {
@@ -305,13 +314,18 @@ impl Store {
 
     /// Sets the next action of a running vision to `at` if that is sooner than the one it
     /// has (a heartbeat's escalation); `true` when it moved.
-    pub async fn hasten_vision(&self, install: &InstallKey, agent: &str, at: i64) -> Result<bool> {
+    pub async fn hasten_vision(
+        &self,
+        install: &InstallKey,
+        agent: &str,
+        at: Timestamp,
+    ) -> Result<bool> {
         on_pool!(self, pool => {
             Ok(sqlx::query(
                 "UPDATE visions SET next_action_at = $1, updated_at = $2 WHERE org_id = $3 AND tenant_id = $4 \
                  AND app_slug = $5 AND agent = $6 AND state = 'running' AND (next_action_at IS NULL OR next_action_at > $1)",
             )
-            .bind(at).bind(now_millis()).bind(&install.org_id).bind(&install.tenant_id)
+            .bind(at.as_millisecond()).bind(now_millis()).bind(&install.org_id).bind(&install.tenant_id)
             .bind(&install.app_slug).bind(agent)
             .execute(pool).await?.rows_affected() == 1)
         })
@@ -336,7 +350,7 @@ impl Store {
                     output: r.try_get("output")?,
                     cost_micros: r.try_get("cost_micros")?,
                     decided_by: r.try_get("decided_by")?,
-                    created_at: r.try_get("created_at")?,
+                    created_at: millis(r.try_get("created_at")?)?,
                 })
             })
             .collect()

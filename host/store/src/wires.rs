@@ -4,9 +4,13 @@
 //! platform owns the rules (`atrium_platform::wires`); the store moves a wire between states
 //! in single statements, as it does grants.
 
+use jiff::Timestamp;
 use sqlx::Row;
 
-use crate::{InstallKey, Result, Store, StoreError, TenantKey, now_millis, on_pool, random_hex};
+use crate::{
+    InstallKey, Result, Store, StoreError, TenantKey, millis, now_millis, on_pool, opt_millis,
+    random_hex,
+};
 
 /// A stored wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,16 +27,16 @@ pub struct Wire {
     pub target_agent: String,
     /// The heartbeat woken; `None` for an agent target.
     pub target_heartbeat: Option<String>,
-    /// When the subscriber side approved (ms).
-    pub subscriber_approved_at: Option<i64>,
-    /// When the emitter side approved (ms).
-    pub emitter_approved_at: Option<i64>,
-    /// When either side revoked it (ms).
-    pub revoked_at: Option<i64>,
-    /// Creation (ms).
-    pub created_at: i64,
-    /// Last change (ms).
-    pub updated_at: i64,
+    /// When the subscriber side approved.
+    pub subscriber_approved_at: Option<Timestamp>,
+    /// When the emitter side approved.
+    pub emitter_approved_at: Option<Timestamp>,
+    /// When either side revoked it.
+    pub revoked_at: Option<Timestamp>,
+    /// Creation.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
 }
 
 impl Wire {
@@ -78,10 +82,10 @@ pub struct HeartbeatWake {
     pub agent: String,
     /// The heartbeat.
     pub slug: String,
-    /// When the scheduler runs it next (ms); a wake sets it to the time of the wake.
-    pub next_run_at: Option<i64>,
-    /// The last wake (ms).
-    pub woken_at: Option<i64>,
+    /// When the scheduler runs it next; a wake sets it to the time of the wake.
+    pub next_run_at: Option<Timestamp>,
+    /// The last wake.
+    pub woken_at: Option<Timestamp>,
     /// What woke it: `<emitter_app>/<event_name>`.
     pub woken_by: Option<String>,
 }
@@ -105,11 +109,11 @@ where
         subscriber_app: row.try_get("subscriber_app")?,
         target_agent: row.try_get("target_agent")?,
         target_heartbeat: (!heartbeat.is_empty()).then_some(heartbeat),
-        subscriber_approved_at: row.try_get("subscriber_approved_at")?,
-        emitter_approved_at: row.try_get("emitter_approved_at")?,
-        revoked_at: row.try_get("revoked_at")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        subscriber_approved_at: opt_millis(row.try_get("subscriber_approved_at")?)?,
+        emitter_approved_at: opt_millis(row.try_get("emitter_approved_at")?)?,
+        revoked_at: opt_millis(row.try_get("revoked_at")?)?,
+        created_at: millis(row.try_get("created_at")?)?,
+        updated_at: millis(row.try_get("updated_at")?)?,
     })
 }
 
@@ -278,7 +282,7 @@ impl Store {
         agent: &str,
         slug: &str,
         by: &str,
-    ) -> Result<i64> {
+    ) -> Result<Timestamp> {
         let now = now_millis();
         on_pool!(self, pool => {
             sqlx::query(
@@ -293,7 +297,7 @@ impl Store {
             .bind(agent).bind(slug).bind(now).bind(by)
             .execute(pool).await?;
         });
-        Ok(now)
+        millis(now)
     }
 
     /// The heartbeats of `install` that have a row, by agent and slug.
@@ -310,8 +314,8 @@ impl Store {
                     Ok(HeartbeatWake {
                         agent: row.try_get("agent")?,
                         slug: row.try_get("slug")?,
-                        next_run_at: row.try_get("next_run_at")?,
-                        woken_at: row.try_get("woken_at")?,
+                        next_run_at: opt_millis(row.try_get("next_run_at")?)?,
+                        woken_at: opt_millis(row.try_get("woken_at")?)?,
                         woken_by: row.try_get("woken_by")?,
                     })
                 })

@@ -227,13 +227,12 @@ fn schedule_of(
     .within(heartbeat.active_hours.as_ref())
 }
 
-/// A next run that never comes (a schedule that never fires), as stored.
-const NEVER: i64 = i64::MAX;
+/// A next run that never comes (a schedule that never fires), as stored: the last whole ms a
+/// `Timestamp` holds, so that it reads back from the store's ms as it was written.
+pub const NEVER: Timestamp = Timestamp::constant(253_402_207_200, 999_000_000);
 
-fn next_millis(schedule: &Schedule, after: Timestamp) -> i64 {
-    schedule
-        .next_after(after)
-        .map_or(NEVER, Timestamp::as_millisecond)
+fn next_run(schedule: &Schedule, after: Timestamp) -> Timestamp {
+    schedule.next_after(after).unwrap_or(NEVER)
 }
 
 /// What one tick did.
@@ -311,9 +310,7 @@ impl Scheduler {
             ..TickReport::default()
         };
         let store = self.serving.registry().store().clone();
-        let due = store
-            .due_heartbeats(now.as_millisecond(), DUE_PER_TICK)
-            .await?;
+        let due = store.due_heartbeats(now, DUE_PER_TICK).await?;
         let mut runs = Vec::new();
         let mut manifests = ManifestCache::default();
         let mut zones = ZoneCache::default();
@@ -340,7 +337,7 @@ impl Scheduler {
             let Some(due_at) = row.row.next_run_at else {
                 // Not computed yet: the first time after `now`.
                 if store
-                    .advance_heartbeat(heartbeat_ref, None, next_millis(&schedule, now))
+                    .advance_heartbeat(heartbeat_ref, None, next_run(&schedule, now))
                     .await?
                 {
                     report.scheduled += 1;
@@ -348,7 +345,7 @@ impl Scheduler {
                 continue;
             };
             let woken = row.row.woken_at == Some(due_at);
-            let next = next_millis(&schedule, now);
+            let next = next_run(&schedule, now);
             if !self.allowed(heartbeat, &row, zone.as_deref(), now) {
                 if store
                     .advance_heartbeat(heartbeat_ref, Some(due_at), next)
@@ -381,7 +378,7 @@ impl Scheduler {
                         due_at,
                         trigger: trigger.as_str(),
                         host: &this.host,
-                        at: now.as_millisecond(),
+                        at: now,
                         advance: Some((Some(due_at), next)),
                     })
                     .await?;
@@ -427,11 +424,7 @@ impl Scheduler {
                 return false;
             }
         }
-        let last = row
-            .row
-            .last_run_at
-            .and_then(|ms| Timestamp::from_millisecond(ms).ok());
-        schedule::cooled_down(heartbeat.cooldown_seconds, last, now)
+        schedule::cooled_down(heartbeat.cooldown_seconds, row.row.last_run_at, now)
     }
 
     /// Marks the runs that stayed `running` longer than [`HeartbeatsConfig::lost_after`] as
@@ -440,7 +433,9 @@ impl Scheduler {
     async fn reap(&self, now: Timestamp) -> Result<usize, ServeError> {
         let store = self.serving.registry().store();
         let lost_after = i64::try_from(self.config.lost_after.as_millis()).unwrap_or(i64::MAX);
-        let cutoff = now.as_millisecond().saturating_sub(lost_after);
+        let cutoff = now
+            .checked_sub(jiff::SignedDuration::from_millis(lost_after))
+            .unwrap_or(Timestamp::MIN);
         let mut reaped = 0;
         for (install, run) in store.stale_heartbeat_runs(cutoff, 100).await? {
             let heartbeat = HeartbeatRef {

@@ -59,8 +59,8 @@ pub struct RunSummary {
     pub agent: String,
     /// The heartbeat.
     pub slug: String,
-    /// When it was due (ms): the run's key.
-    pub due_at: i64,
+    /// When it was due: the run's key.
+    pub due_at: jiff::Timestamp,
     /// What started it.
     pub trigger: Trigger,
     /// `ok`, `suppressed`, `idle` (the pre-filter found nothing) or `failed`.
@@ -117,7 +117,7 @@ pub(super) async fn run(
     serving: &Serving,
     due: &DueHeartbeat,
     manifest: &Manifest,
-    (due_at, now): (i64, jiff::Timestamp),
+    (due_at, now): (jiff::Timestamp, jiff::Timestamp),
     trigger: Trigger,
 ) -> RunSummary {
     let agent = &due.row.agent;
@@ -436,7 +436,7 @@ async fn attempt(
             .await;
     cost += inferred.cost_micros;
     if escalate {
-        let at = now.as_millisecond() + reply::ESCALATION_DELAY_SECONDS * 1000;
+        let at = now + jiff::SignedDuration::from_secs(reply::ESCALATION_DELAY_SECONDS);
         match store.hasten_vision(&install.key(), agent, at).await {
             Ok(true) => {}
             Ok(false) => {
@@ -533,7 +533,10 @@ pub(super) async fn run_now(
             slug: &due.row.slug,
         };
         // Two run-nows in one millisecond: the second takes the next free one.
-        for due_at in (now.as_millisecond()..).take(100) {
+        let due_times = (now.as_millisecond()..)
+            .take(100)
+            .filter_map(|ms| jiff::Timestamp::from_millisecond(ms).ok());
+        for due_at in due_times {
             let claimed = store
                 .claim_heartbeat_run(HeartbeatClaim {
                     heartbeat,

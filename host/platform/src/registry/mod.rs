@@ -283,7 +283,7 @@ impl Registry {
         &self,
         developer: &Developer,
         slug: &str,
-        after: Option<(i64, &str)>,
+        after: Option<(jiff::Timestamp, &str)>,
         limit: i64,
     ) -> Result<AppDetail> {
         let app = self.owned_app(developer, slug).await?;

@@ -87,7 +87,6 @@ impl Serving {
             )
             .unwrap_or(now);
         let civil = minute.to_zoned(jiff::tz::TimeZone::UTC).datetime();
-        let due_at = minute.as_millisecond();
         let registry = self.registry().clone();
         let store = registry.store();
         let mut runs = Vec::new();
@@ -117,7 +116,7 @@ impl Serving {
                 let slot = ScheduleSlot {
                     install: &install,
                     schedule: &schedule.name,
-                    due_at,
+                    due_at: minute,
                 };
                 if !store.claim_schedule_run(slot, host).await? {
                     continue;

@@ -63,7 +63,7 @@ fn heartbeat_view(row: HeartbeatRow, schedule: Option<String>) -> HeartbeatView 
         slug: row.slug,
         state: row.state,
         schedule,
-        next_run_at: row.next_run_at.filter(|t| *t < i64::MAX).map(time),
+        next_run_at: row.next_run_at.filter(|t| *t < heartbeats::NEVER).map(time),
         last_run_at: row.last_run_at.map(time),
         last_ok_at: row.last_ok_at.map(time),
         consecutive_failures: row.consecutive_failures,

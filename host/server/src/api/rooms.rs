@@ -73,7 +73,7 @@ impl From<RoomMember> for MemberView {
             user_id,
             display_name: m.display_name,
             added_by: m.added_by,
-            added_at: time(m.added_at.as_millisecond()),
+            added_at: time(m.added_at),
         }
     }
 }
@@ -112,8 +112,8 @@ impl RoomView {
             members: with_members.then(|| room.members.into_iter().map(Into::into).collect()),
             message_count: room.last_seq,
             last_message_at: room.last_message_at.map(rooms::iso_micros),
-            created_at: time(room.created_at.as_millisecond()),
-            updated_at: time(room.updated_at.as_millisecond()),
+            created_at: time(room.created_at),
+            updated_at: time(room.updated_at),
         }
     }
 }
@@ -273,7 +273,7 @@ pub async fn list(
     Ok(Json(Page::keyed(
         rows,
         &page,
-        |r| time_and_id(r.created_at.as_millisecond(), &r.id),
+        |r| time_and_id(r.created_at, &r.id),
         |r| RoomView::of(r, false),
     )))
 }

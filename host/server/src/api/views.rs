@@ -6,15 +6,13 @@ use atrium_manifest::project::Finding;
 use atrium_store::{App, AppVersion, Developer, SecretMeta, VersionFile};
 use serde::{Deserialize, Serialize};
 
-/// Milliseconds since the epoch as RFC 3339 (UTC, whole seconds).
-pub fn time(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
-        .unwrap_or_default()
+/// A time as RFC 3339 (UTC, whole seconds).
+pub fn time(at: jiff::Timestamp) -> String {
+    at.round(jiff::Unit::Second).unwrap_or(at).to_string()
 }
 
-fn opt_time(ms: Option<i64>) -> Option<String> {
-    ms.map(time)
+fn opt_time(at: Option<jiff::Timestamp>) -> Option<String> {
+    at.map(time)
 }
 
 /// `GET /api/dev/me`.

@@ -31,12 +31,13 @@ async fn a_commitment_is_stored_open_with_every_field() {
         let t = tenants(&store).await;
         let slug = register_app(&store, "helpdesk").await;
         let install = activate_app(&store, &t.tenant, &slug, &[]).await;
+        let due = jiff::Timestamp::from_millisecond(1_767_225_600_000).unwrap();
         let new = NewCommitment {
             agent: "triage",
             user_id: Some("3f2b9c1e-0d4a-4e8b-9a61-5c7d2e0f1a3b"),
             title: "Call the customer back",
             content: "About the delayed order 42, before Friday.",
-            due_at: Some(1_767_225_600_000),
+            due_at: Some(due),
         };
         let added = store.add_commitment(&install, &new).await.unwrap();
         assert!(added.id.starts_with("cmt_"), "{}", added.id);
@@ -47,7 +48,7 @@ async fn a_commitment_is_stored_open_with_every_field() {
             user_id: Some("3f2b9c1e-0d4a-4e8b-9a61-5c7d2e0f1a3b".into()),
             title: "Call the customer back".into(),
             content: "About the delayed order 42, before Friday.".into(),
-            due_at: Some(1_767_225_600_000),
+            due_at: Some(due),
             status: CommitmentStatus::Open,
             created_at: added.created_at,
             updated_at: added.created_at,
@@ -167,7 +168,7 @@ async fn commitments_are_listed_oldest_first_in_pages() {
         }
         let all = CommitmentFilter::default();
         let mut pages = Vec::new();
-        let mut after: Option<(i64, String)> = None;
+        let mut after: Option<(jiff::Timestamp, String)> = None;
         loop {
             let cursor = after.as_ref().map(|(at, id)| (*at, id.as_str()));
             let page = store

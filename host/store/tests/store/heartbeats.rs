@@ -6,12 +6,14 @@ use atrium_store::{
     HeartbeatClaim, HeartbeatDecl, HeartbeatEnd, HeartbeatRef, HeartbeatRow, HeartbeatRun,
     InstallKey, MAX_CONSECUTIVE_FAILURES, Store, StoreError, TenantKey,
 };
+use jiff::Timestamp;
 
-use super::{Tenants, activate_app, register_app, stores, tenants};
+use super::{Tenants, activate_app, ms, register_app, stores, tenants};
 
-/// A time of the far future (ms): the runs these tests claim never look lost, and the rows
-/// they schedule never look due, to a scheduler of the present sharing the database.
-const T: i64 = 4_000_000_000_000;
+/// A time of the far future (4,000,000,000,000 ms): the runs these tests claim never look
+/// lost, and the rows they schedule never look due, to a scheduler of the present sharing the
+/// database.
+const T: Timestamp = Timestamp::constant(4_000_000_000, 0);
 
 fn decl(slug: &str, schedule_key: &str) -> HeartbeatDecl {
     HeartbeatDecl {
@@ -47,7 +49,11 @@ fn heartbeat<'a>(install: &'a InstallKey, slug: &'a str) -> HeartbeatRef<'a> {
 }
 
 /// A claim that moves nothing (a run asked for now), at its due time.
-fn run_now<'a>(heartbeat: HeartbeatRef<'a>, due_at: i64, host: &'a str) -> HeartbeatClaim<'a> {
+fn run_now<'a>(
+    heartbeat: HeartbeatRef<'a>,
+    due_at: Timestamp,
+    host: &'a str,
+) -> HeartbeatClaim<'a> {
     HeartbeatClaim {
         heartbeat,
         due_at,
@@ -73,7 +79,7 @@ fn ended(outcome: &str) -> HeartbeatEnd<'_> {
 async fn run_once(
     store: &Store,
     heartbeat: HeartbeatRef<'_>,
-    due_at: i64,
+    due_at: Timestamp,
     end: HeartbeatEnd<'_>,
 ) -> HeartbeatRow {
     assert!(claims(store, run_now(heartbeat, due_at, "host-a")).await);
@@ -86,7 +92,7 @@ async fn row(store: &Store, install: &InstallKey, slug: &str) -> HeartbeatRow {
 }
 
 /// The slugs of `install`'s rows due at `now`, in the store's order.
-async fn due(store: &Store, install: &InstallKey, now: i64) -> Vec<String> {
+async fn due(store: &Store, install: &InstallKey, now: Timestamp) -> Vec<String> {
     let due = store.due_heartbeats(now, i64::MAX).await.unwrap();
     due.into_iter()
         .filter(|d| &d.install == install)
@@ -98,7 +104,12 @@ async fn claims(store: &Store, claim: HeartbeatClaim<'_>) -> bool {
     store.claim_heartbeat_run(claim).await.unwrap()
 }
 
-async fn advances(store: &Store, heartbeat: HeartbeatRef<'_>, from: Option<i64>, to: i64) -> bool {
+async fn advances(
+    store: &Store,
+    heartbeat: HeartbeatRef<'_>,
+    from: Option<Timestamp>,
+    to: Timestamp,
+) -> bool {
     store.advance_heartbeat(heartbeat, from, to).await.unwrap()
 }
 
@@ -118,7 +129,7 @@ async fn runs(store: &Store, install: &InstallKey, limit: i64) -> Vec<HeartbeatR
 async fn finish(
     store: &Store,
     heartbeat: HeartbeatRef<'_>,
-    due_at: i64,
+    due_at: Timestamp,
     end: HeartbeatEnd<'_>,
 ) -> Option<HeartbeatRow> {
     store
@@ -128,7 +139,7 @@ async fn finish(
 }
 
 /// A row's state and next run.
-fn place(row: &HeartbeatRow) -> (&str, Option<i64>) {
+fn place(row: &HeartbeatRow) -> (&str, Option<Timestamp>) {
     (row.state.as_str(), row.next_run_at)
 }
 
@@ -234,30 +245,33 @@ async fn due_rows_are_the_active_rows_of_active_installs_the_most_overdue_first(
         assert_eq!(not_computed, ["cleanup", "digest"], "due until computed");
         let digest = heartbeat(&install, "digest");
         let cleanup = heartbeat(&install, "cleanup");
-        assert!(advances(&store, digest, None, T + 20).await);
+        assert!(advances(&store, digest, None, T + ms(20)).await);
         assert_eq!(
-            due(&store, &install, T + 30).await,
+            due(&store, &install, T + ms(30)).await,
             ["cleanup", "digest"],
             "a row not computed yet comes first, on both databases"
         );
-        assert!(advances(&store, cleanup, None, T + 10).await);
-        let late = advances(&store, cleanup, None, T + 11).await;
+        assert!(advances(&store, cleanup, None, T + ms(10)).await);
+        let late = advances(&store, cleanup, None, T + ms(11)).await;
         assert!(!late, "another host moved it first");
-        assert!(due(&store, &install, T + 9).await.is_empty());
-        assert_eq!(due(&store, &install, T + 10).await, ["cleanup"]);
-        assert_eq!(due(&store, &install, T + 30).await, ["cleanup", "digest"]);
-        let all = store.due_heartbeats(T + 30, i64::MAX).await.unwrap();
+        assert!(due(&store, &install, T + ms(9)).await.is_empty());
+        assert_eq!(due(&store, &install, T + ms(10)).await, ["cleanup"]);
+        assert_eq!(
+            due(&store, &install, T + ms(30)).await,
+            ["cleanup", "digest"]
+        );
+        let all = store.due_heartbeats(T + ms(30), i64::MAX).await.unwrap();
         let first = all.into_iter().find(|d| d.install == install).unwrap();
         let seen = (first.version.as_str(), first.row.next_run_at);
-        assert_eq!(seen, ("1.0.0", Some(T + 10)));
+        assert_eq!(seen, ("1.0.0", Some(T + ms(10))));
 
         set_state(&store, &t.tenant, "hb_triage_digest", "disabled").await;
-        assert_eq!(due(&store, &install, T + 30).await, ["cleanup"]);
+        assert_eq!(due(&store, &install, T + ms(30)).await, ["cleanup"]);
         store.deactivate(&install).await.unwrap();
-        let inactive = due(&store, &install, T + 30).await;
+        let inactive = due(&store, &install, T + ms(30)).await;
         assert!(inactive.is_empty(), "an inactive install runs nothing");
         activate_app(&store, &t.tenant, &install.app_slug, &declared()).await;
-        assert_eq!(due(&store, &install, T + 30).await, ["cleanup"]);
+        assert_eq!(due(&store, &install, T + ms(30)).await, ["cleanup"]);
         store.remove_install(&install).await.unwrap();
     }
 }
@@ -268,27 +282,27 @@ async fn a_due_run_is_claimed_once_in_the_move_of_the_next_run() {
         let (_, install) = setup(&store).await;
         let digest = heartbeat(&install, "digest");
         assert!(advances(&store, digest, None, T).await);
-        let next = T + 900_000;
+        let next = T + ms(900_000);
         let claim = |host| HeartbeatClaim {
             heartbeat: digest,
             due_at: T,
             trigger: "schedule",
             host,
-            at: T + 5,
+            at: T + ms(5),
             advance: Some((Some(T), next)),
         };
         assert!(claims(&store, claim("host-a")).await);
         assert!(!claims(&store, claim("host-b")).await, "claimed once");
         // A host that read the row before it last moved claims nothing and leaves no run.
         let stale = HeartbeatClaim {
-            due_at: T - 60_000,
-            advance: Some((Some(T - 60_000), T)),
+            due_at: T - ms(60_000),
+            advance: Some((Some(T - ms(60_000)), T)),
             ..claim("host-b")
         };
         assert!(!claims(&store, stale).await);
         let claimed = row(&store, &install, "digest").await;
         let moved = (claimed.next_run_at, claimed.last_run_at);
-        assert_eq!(moved, (Some(next), Some(T + 5)));
+        assert_eq!(moved, (Some(next), Some(T + ms(5))));
         let first = HeartbeatRun {
             agent: "triage".into(),
             slug: "digest".into(),
@@ -301,7 +315,7 @@ async fn a_due_run_is_claimed_once_in_the_move_of_the_next_run() {
             reply: None,
             escalated: false,
             cost_micros: 0,
-            claimed_at: T + 5,
+            claimed_at: T + ms(5),
             finished_at: None,
         };
         assert_eq!(runs(&store, &install, 10).await, [first]);
@@ -310,12 +324,13 @@ async fn a_due_run_is_claimed_once_in_the_move_of_the_next_run() {
         let then = HeartbeatClaim {
             due_at: next,
             at: next,
-            advance: Some((Some(next), next + 900_000)),
+            advance: Some((Some(next), next + ms(900_000))),
             ..claim("host-b")
         };
         assert!(claims(&store, then).await);
         let listed = runs(&store, &install, 10).await;
-        let keys: Vec<(i64, &str)> = listed.iter().map(|r| (r.due_at, r.host.as_str())).collect();
+        let keys: Vec<(Timestamp, &str)> =
+            listed.iter().map(|r| (r.due_at, r.host.as_str())).collect();
         assert_eq!(keys, [(next, "host-b"), (T, "host-a")]);
         assert_eq!(runs(&store, &install, 1).await.len(), 1);
         store.remove_install(&install).await.unwrap();
@@ -328,21 +343,21 @@ async fn a_run_now_leaves_the_schedule_and_a_taken_due_time_is_refused() {
         let (_, install) = setup(&store).await;
         let digest = heartbeat(&install, "digest");
         assert!(advances(&store, digest, None, T).await);
-        assert!(claims(&store, run_now(digest, T + 7, "host-a")).await);
-        let taken = claims(&store, run_now(digest, T + 7, "host-b")).await;
+        assert!(claims(&store, run_now(digest, T + ms(7), "host-a")).await);
+        let taken = claims(&store, run_now(digest, T + ms(7), "host-b")).await;
         assert!(!taken, "that due time is taken");
-        assert!(claims(&store, run_now(digest, T + 8, "host-b")).await);
+        assert!(claims(&store, run_now(digest, T + ms(8), "host-b")).await);
         let after = row(&store, &install, "digest").await;
         let kept = (after.next_run_at, after.last_run_at);
-        assert_eq!(kept, (Some(T), Some(T + 8)));
-        let unknown = run_now(heartbeat(&install, "nope"), T + 7, "host-a");
+        assert_eq!(kept, (Some(T), Some(T + ms(8))));
+        let unknown = run_now(heartbeat(&install, "nope"), T + ms(7), "host-a");
         assert!(!claims(&store, unknown).await, "no such row");
         let listed = runs(&store, &install, 10).await;
-        let keys: Vec<(i64, &str)> = listed
+        let keys: Vec<(Timestamp, &str)> = listed
             .iter()
             .map(|r| (r.due_at, r.trigger.as_str()))
             .collect();
-        assert_eq!(keys, [(T + 8, "run_now"), (T + 7, "run_now")]);
+        assert_eq!(keys, [(T + ms(8), "run_now"), (T + ms(7), "run_now")]);
         store.remove_install(&install).await.unwrap();
     }
 }
@@ -372,22 +387,22 @@ async fn a_run_ends_once_and_five_failures_in_a_row_disable_its_heartbeat() {
         // Ended once: a late `lost` (another host's reaper) changes nothing.
         assert_eq!(finish(&store, digest, T, ended("lost")).await, None);
         assert_eq!(runs(&store, &install, 1).await, [run]);
-        let never = finish(&store, digest, T + 1, ended("ok")).await;
+        let never = finish(&store, digest, T + ms(1), ended("ok")).await;
         assert_eq!(never, None, "a run never claimed does not end");
 
         let failed = |outcome| HeartbeatEnd {
             error: Some("the model timed out"),
             ..ended(outcome)
         };
-        let after = run_once(&store, digest, T + 11, failed("failed")).await;
+        let after = run_once(&store, digest, T + ms(11), failed("failed")).await;
         assert_eq!(after.consecutive_failures, 1);
         assert_eq!(after.last_error.as_deref(), Some("the model timed out"));
-        let after = run_once(&store, digest, T + 12, ended("idle")).await;
+        let after = run_once(&store, digest, T + ms(12), ended("idle")).await;
         let counted = (after.consecutive_failures, after.last_error);
         assert_eq!(counted, (0, None), "a success starts the count over");
         for i in 1..=MAX_CONSECUTIVE_FAILURES {
             let outcome = if i == 1 { "lost" } else { "failed" };
-            let after = run_once(&store, digest, T + 20 + i, failed(outcome)).await;
+            let after = run_once(&store, digest, T + ms(20 + i), failed(outcome)).await;
             let disabled = i == MAX_CONSECUTIVE_FAILURES;
             let state = if disabled { "disabled" } else { "active" };
             assert_eq!(
@@ -395,12 +410,12 @@ async fn a_run_ends_once_and_five_failures_in_a_row_disable_its_heartbeat() {
                 (state, i)
             );
         }
-        let slugs = due(&store, &install, T + 100).await;
+        let slugs = due(&store, &install, T + ms(100)).await;
         assert!(!slugs.contains(&"digest".to_owned()));
         let scheduled = HeartbeatClaim {
             trigger: "schedule",
-            advance: Some((None, T + 200)),
-            ..run_now(digest, T + 100, "host-a")
+            advance: Some((None, T + ms(200))),
+            ..run_now(digest, T + ms(100), "host-a")
         };
         assert!(!claims(&store, scheduled).await, "disabled");
 
@@ -441,21 +456,28 @@ async fn stale_runs_are_those_still_running_claimed_before_the_cutoff() {
     for (store, _dir) in stores().await {
         let (_, install) = setup(&store).await;
         let digest = heartbeat(&install, "digest");
-        for due_at in [T + 100, T + 200, T + 300] {
+        for due_at in [T + ms(100), T + ms(200), T + ms(300)] {
             assert!(claims(&store, run_now(digest, due_at, "host-a")).await);
         }
-        finish(&store, digest, T + 300, ended("ok")).await;
+        finish(&store, digest, T + ms(300), ended("ok")).await;
         let stale = async |before| {
             let runs = store.stale_heartbeat_runs(before, i64::MAX).await.unwrap();
             let ours = runs.into_iter().filter(|(key, _)| key == &install);
             ours.map(|(_, run)| run.due_at).collect::<Vec<_>>()
         };
-        assert_eq!(stale(T + 350).await, [T + 100, T + 200], "oldest first");
-        assert_eq!(stale(T + 150).await, [T + 100]);
-        assert!(stale(T + 100).await.is_empty(), "claimed before, not at");
-        let lost = finish(&store, digest, T + 100, ended("lost")).await;
+        assert_eq!(
+            stale(T + ms(350)).await,
+            [T + ms(100), T + ms(200)],
+            "oldest first"
+        );
+        assert_eq!(stale(T + ms(150)).await, [T + ms(100)]);
+        assert!(
+            stale(T + ms(100)).await.is_empty(),
+            "claimed before, not at"
+        );
+        let lost = finish(&store, digest, T + ms(100), ended("lost")).await;
         assert_eq!(lost.unwrap().consecutive_failures, 1);
-        assert_eq!(stale(T + 350).await, [T + 200]);
+        assert_eq!(stale(T + ms(350)).await, [T + ms(200)]);
         store.remove_install(&install).await.unwrap();
     }
 }

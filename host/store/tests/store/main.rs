@@ -153,6 +153,11 @@ async fn next_millisecond() {
     tokio::time::sleep(std::time::Duration::from_millis(2)).await;
 }
 
+/// `n` milliseconds, to move a time by.
+fn ms(n: i64) -> jiff::SignedDuration {
+    jiff::SignedDuration::from_millis(n)
+}
+
 fn record(org: &str, tenant: &str, cost_micros: i64) -> UsageRecord {
     UsageRecord {
         org_id: org.to_owned(),

@@ -3,8 +3,9 @@
 //! a stopped vision restarted only for the reason it stopped; nothing seen across tenants.
 
 use atrium_store::{InstallKey, NewVisionPhase, Store, TenantKey, Vision, VisionStep};
+use jiff::Timestamp;
 
-use super::{Tenants, activate_app, next_millisecond, register_app, stores, tenants};
+use super::{Tenants, activate_app, ms, next_millisecond, register_app, stores, tenants};
 
 async fn setup(store: &Store) -> (Tenants, InstallKey) {
     let t = tenants(store).await;
@@ -20,7 +21,12 @@ async fn ensure(store: &Store, install: &InstallKey, agent: &str) -> Vision {
 
 /// The step that records `phase` of cycle 1 as `ok` (its output the phase's name) and moves
 /// the running vision on to `then` of cycle 1, due at `next`.
-fn ran<'a>(phase: &'a str, cost_micros: i64, then: &'a str, next: Option<i64>) -> VisionStep<'a> {
+fn ran<'a>(
+    phase: &'a str,
+    cost_micros: i64,
+    then: &'a str,
+    next: Option<Timestamp>,
+) -> VisionStep<'a> {
     VisionStep {
         record: NewVisionPhase {
             cycle: 1,
@@ -50,7 +56,7 @@ async fn steps(
 }
 
 /// The agents of `install` whose visions are due at `now`.
-async fn due(store: &Store, install: &InstallKey, now: i64) -> Vec<String> {
+async fn due(store: &Store, install: &InstallKey, now: Timestamp) -> Vec<String> {
     let due = store.due_visions(now, i64::MAX).await.unwrap();
     due.into_iter()
         .filter(|(key, _)| key == install)
@@ -122,11 +128,11 @@ async fn visions_stay_in_their_tenant() {
             assert_eq!(store.vision(other, &v.id).await.unwrap(), None);
             assert!(store.visions(other).await.unwrap().is_empty());
             assert_eq!(store.vision_of(&theirs, "strategist").await.unwrap(), None);
-            let claimed = store.claim_vision(other, &v.id, at, at + 60_000).await;
+            let claimed = store.claim_vision(other, &v.id, at, at + ms(60_000)).await;
             assert!(!claimed.unwrap());
             assert!(!steps(&store, other, &v.id, ("running", "assess"), assess).await);
             assert!(!store.restart_vision(other, &v.id, "r").await.unwrap());
-            let hastened = store.hasten_vision(&theirs, "strategist", at - 1_000);
+            let hastened = store.hasten_vision(&theirs, "strategist", at - ms(1_000));
             assert!(!hastened.await.unwrap());
             assert!(store.vision_phases(other, &v.id).await.unwrap().is_empty());
         }
@@ -142,14 +148,14 @@ async fn a_due_vision_is_claimed_once_for_its_lease() {
         let v = ensure(&store, &install, "strategist").await;
         let at = v.next_action_at.unwrap();
         assert_eq!(due(&store, &install, at).await, ["strategist"]);
-        assert!(due(&store, &install, at - 1).await.is_empty());
+        assert!(due(&store, &install, at - ms(1)).await.is_empty());
 
-        let lease = at + 60_000;
+        let lease = at + ms(60_000);
         let claim = async |until| store.claim_vision(&t.tenant, &v.id, at, until).await;
         assert!(claim(lease).await.unwrap());
-        assert!(!claim(lease + 1).await.unwrap(), "claimed once");
+        assert!(!claim(lease + ms(1)).await.unwrap(), "claimed once");
         assert_eq!(vision(&store, &t, &v.id).await.next_action_at, Some(lease));
-        assert!(due(&store, &install, at + 1).await.is_empty(), "leased");
+        assert!(due(&store, &install, at + ms(1)).await.is_empty(), "leased");
         assert_eq!(
             due(&store, &install, lease).await,
             ["strategist"],
@@ -173,7 +179,7 @@ async fn a_step_appends_a_phase_and_moves_the_vision_only_from_where_it_stands()
         let v = ensure(&store, &install, "strategist").await;
         let (id, at) = (v.id.as_str(), v.created_at);
         let go = async |from, step| steps(&store, &t.tenant, id, from, step).await;
-        let assess = ran("assess", 1_500, "debate", Some(at + 10));
+        let assess = ran("assess", 1_500, "debate", Some(at + ms(10)));
         assert!(go(("running", "assess"), assess).await);
         assert!(
             !go(("running", "assess"), assess).await,
@@ -183,7 +189,7 @@ async fn a_step_appends_a_phase_and_moves_the_vision_only_from_where_it_stands()
         assert!(
             go(
                 ("running", "debate"),
-                ran("debate", 700, "plan", Some(at + 20))
+                ran("debate", 700, "plan", Some(at + ms(20)))
             )
             .await
         );
@@ -193,7 +199,7 @@ async fn a_step_appends_a_phase_and_moves_the_vision_only_from_where_it_stands()
             ..ran("plan", 300, "plan", None)
         };
         assert!(go(("running", "plan"), plan).await);
-        let execute = ran("approval", 0, "execute", Some(at + 30));
+        let execute = ran("approval", 0, "execute", Some(at + ms(30)));
         let approve = VisionStep {
             record: NewVisionPhase {
                 outcome: "approved",
@@ -214,7 +220,7 @@ async fn a_step_appends_a_phase_and_moves_the_vision_only_from_where_it_stands()
         let review = VisionStep {
             goals_added: 1,
             cycle: 2,
-            ..ran("review", 500, "assess", Some(at + 50))
+            ..ran("review", 500, "assess", Some(at + ms(50)))
         };
         assert!(go(("running", "review"), review).await);
 
@@ -222,7 +228,7 @@ async fn a_step_appends_a_phase_and_moves_the_vision_only_from_where_it_stands()
         let place = (after.state.as_str(), after.phase.as_str(), after.cycle);
         assert_eq!(place, ("running", "assess", 2));
         assert_eq!((after.goals_done, after.cost_micros), (1, 5_000));
-        assert_eq!(after.next_action_at, Some(at + 50));
+        assert_eq!(after.next_action_at, Some(at + ms(50)));
         let phases = store.vision_phases(&t.tenant, id).await.unwrap();
         let seen: Vec<(i64, &str, &str)> = phases
             .iter()
@@ -277,7 +283,7 @@ async fn a_stopped_vision_restarts_only_for_the_reason_it_stopped() {
         assert_eq!(stopped.state, "stopped");
         let why = (stopped.stop_reason.as_deref(), stopped.next_action_at);
         assert_eq!(why, (Some(reason), None));
-        assert!(due(&store, &install, i64::MAX).await.is_empty());
+        assert!(due(&store, &install, Timestamp::MAX).await.is_empty());
         let ensured = ensure(&store, &install, "strategist").await;
         assert_eq!(ensured.state, "stopped", "ensuring it does not restart it");
 
@@ -303,19 +309,22 @@ async fn hastening_only_brings_a_running_visions_next_action_sooner() {
         let v = ensure(&store, &install, "strategist").await;
         let at = v.next_action_at.unwrap();
         let hasten = async |agent, to| store.hasten_vision(&install, agent, to).await.unwrap();
-        assert!(!hasten("strategist", at + 10_000).await, "later");
+        assert!(!hasten("strategist", at + ms(10_000)).await, "later");
         assert!(!hasten("strategist", at).await, "not sooner");
-        assert!(hasten("strategist", at - 5_000).await);
+        assert!(hasten("strategist", at - ms(5_000)).await);
         let hastened = vision(&store, &t, &v.id).await;
-        assert_eq!(hastened.next_action_at, Some(at - 5_000));
-        assert!(!hasten("scout", at - 10_000).await, "no vision");
+        assert_eq!(hastened.next_action_at, Some(at - ms(5_000)));
+        assert!(!hasten("scout", at - ms(10_000)).await, "no vision");
 
         let wait = VisionStep {
             state: "awaiting_approval",
             ..ran("plan", 0, "plan", None)
         };
         assert!(steps(&store, &t.tenant, &v.id, ("running", "assess"), wait).await);
-        assert!(!hasten("strategist", at - 10_000).await, "waits for a user");
+        assert!(
+            !hasten("strategist", at - ms(10_000)).await,
+            "waits for a user"
+        );
         assert_eq!(vision(&store, &t, &v.id).await.next_action_at, None);
         store.remove_install(&install).await.unwrap();
     }

@@ -6,7 +6,6 @@ use atrium_platform::heartbeats::{HeartbeatsConfig, Scheduler};
 use atrium_platform::sealing::SecretsKey;
 use atrium_platform::serving::Serving;
 use atrium_store::Store;
-use jiff::Timestamp;
 use serde_json::json;
 
 use super::heartbeats::{SCOPES, at, manifest, minutes, own_stores, rows};
@@ -139,6 +138,7 @@ async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuc
         let stored = store.heartbeat_rows(&key).await.unwrap();
         let overdue = stored.iter().find(|r| r.slug == "overdue").unwrap();
         let due = overdue.next_run_at.unwrap();
+        let later = due + minutes(60);
         let claimed = store
             .claim_heartbeat_run(atrium_store::HeartbeatClaim {
                 heartbeat: atrium_store::HeartbeatRef {
@@ -150,12 +150,11 @@ async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuc
                 trigger: "schedule",
                 host: "doomed-host",
                 at: due,
-                advance: Some((Some(due), due + 3_600_000)),
+                advance: Some((Some(due), later)),
             })
             .await
             .unwrap();
         assert!(claimed);
-        let later = Timestamp::from_millisecond(due + 3_600_000).unwrap();
         let overdue_row = || async {
             rows(&host, admin, &app)
                 .await
