@@ -3,15 +3,176 @@
 //! input, 2 platform error, 3 auth error), their `--json` output, the config file, and
 //! another developer's token reaching nothing.
 //!
-//! One host serves every check: starting it is most of the cost. `scaffold.rs` checks `init`
-//! and `dev` on a new project without a host.
+//! One host serves every test of this file ([`platform`]): starting it is most of the cost.
+//! Each test is a developer of its own (its own login, config directory and apps), so the
+//! tests run side by side and none sees what another left. `scaffold.rs` checks `init` and
+//! `dev` on a new project without a host.
 
-use std::path::PathBuf;
-use std::process::Output;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
 use crate::{Atrium, Serve, stderr, stdout};
+
+/// The organization every developer test's dev tenant belongs to.
+const ORG: &str = "acme";
+
+/// The host the developer tests share, started by the first that asks.
+pub(crate) struct Platform {
+    /// `http://127.0.0.1:<port>`.
+    pub(crate) base: String,
+    /// Its data directory, where the operator's commands (`atrium developers create`) run.
+    data: String,
+    /// A key of organization [`ORG`].
+    org_key: String,
+    /// An address where nothing answers.
+    pub(crate) dead: String,
+    _host: Serve,
+    /// Held open for the life of the test process: when it ends, the pipe closes and the
+    /// watcher stops the host and removes its data (a static is never dropped).
+    _watcher: std::process::ChildStdin,
+}
+
+/// The shared host of this test binary: an `atrium serve` on a data directory of its own.
+pub(crate) fn platform() -> &'static Platform {
+    static PLATFORM: OnceLock<Platform> = OnceLock::new();
+    PLATFORM.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let data = dir.join("data").to_str().unwrap().to_owned();
+        let operator = Atrium {
+            config_dir: dir.join("operator"),
+        };
+        let key = operator.run(
+            &dir,
+            &["keys", "create", "--org", ORG, "--data-dir", &data, "--create"],
+            &[],
+        );
+        exits(&key, 0);
+        let host = Serve::spawn(operator.command(
+            &dir,
+            &["serve", "--addr", "127.0.0.1:0", "--data-dir", &data],
+            &[],
+        ));
+        let mut watcher = Command::new("sh")
+            .args([
+                "-c",
+                r#"read _; kill -TERM "$1"; while kill -0 "$1" 2>/dev/null; do sleep 0.1; done; rm -rf "$2""#,
+                "watcher",
+            ])
+            .arg(host.pid().to_string())
+            .arg(&dir)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        Platform {
+            base: format!("http://{}", host.addr),
+            data,
+            org_key: last_line(&key),
+            dead,
+            _host: host,
+            _watcher: watcher.stdin.take().unwrap(),
+        }
+    })
+}
+
+/// A developer of the shared host, as a test plays them: `atrium` with a config directory
+/// of its own, run in a working directory of its own.
+pub(crate) struct Dev {
+    /// The login (unique in the test binary).
+    pub(crate) login: String,
+    /// The developer token the operator printed.
+    pub(crate) token: String,
+    /// `atrium` as this developer runs it.
+    pub(crate) atrium: Atrium,
+    dir: tempfile::TempDir,
+}
+
+impl Dev {
+    /// Creates developer `login` with the operator's command, on the running host's store:
+    /// one who may publish has a dev tenant `<login>-dev` of [`ORG`]; another has the default
+    /// dev tenant of the developers' own organization.
+    pub(crate) fn new(login: &str, publish: bool) -> Self {
+        let platform = platform();
+        let dir = tempfile::tempdir().unwrap();
+        let atrium = Atrium {
+            config_dir: dir.path().join("config"),
+        };
+        let email = format!("{login}@example.com");
+        let dev_tenant = format!("{login}-dev");
+        let mut args = vec![
+            "developers",
+            "create",
+            "--email",
+            &email,
+            "--login",
+            login,
+            "--data-dir",
+            &platform.data,
+        ];
+        if publish {
+            args.extend(["--publish-allowed", "--org", ORG, "--tenant", &dev_tenant]);
+        }
+        let out = atrium.run(dir.path(), &args, &[]);
+        exits(&out, 0);
+        Self {
+            login: login.to_owned(),
+            token: last_line(&out),
+            atrium,
+            dir,
+        }
+    }
+
+    /// Creates developer `login`, logged in to the shared host (the token read from standard
+    /// input).
+    pub(crate) fn logged_in(login: &str) -> Self {
+        let dev = Self::new(login, true);
+        let out = dev.atrium.run_with_input(
+            dev.here(),
+            &["login", "--token", "-", "--platform", &platform().base],
+            &dev.token,
+        );
+        exits(&out, 0);
+        dev
+    }
+
+    /// The test's working directory.
+    pub(crate) fn here(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `atrium <args>` in the working directory.
+    pub(crate) fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.atrium.run(self.here(), args, env)
+    }
+
+    /// The dev tenant: `<login>-dev`.
+    pub(crate) fn dev_tenant(&self) -> String {
+        format!("{}-dev", self.login)
+    }
+
+    /// A new token of `role` for `tenant` of [`ORG`], made with the organization's key.
+    pub(crate) fn tenant_token(tenant: &str, role: &str) -> String {
+        let platform = platform();
+        let (status, body) = http(
+            "POST",
+            &format!("{}/api/tenants/{tenant}/tokens", platform.base),
+            &platform.org_key,
+            json_body(&json!({"role": role})),
+        );
+        assert_eq!(status, 201, "{body}");
+        body["token"].as_str().unwrap().to_owned()
+    }
+
+    /// A tenant admin's token for the dev tenant.
+    pub(crate) fn admin(&self) -> String {
+        Self::tenant_token(&self.dev_tenant(), "admin")
+    }
+}
 
 /// Where scaffolded projects build in the tests (kept across runs, like the build cache).
 pub(crate) fn scaffold_target() -> PathBuf {
@@ -121,79 +282,28 @@ fn register_edited(
 }
 
 #[test]
-#[allow(clippy::too_many_lines)]
-fn developer_commands_work_against_a_running_host() {
-    let dir = tempfile::tempdir().unwrap();
-    let config_dir = dir.path().join("config");
-    let atrium = Atrium {
-        config_dir: config_dir.clone(),
-    };
-    let data = dir.path().join("data");
-    let data = data.to_str().unwrap();
-    let here = dir.path();
-
-    // Accounts, made by the operator: Ada (may publish, with a dev tenant) and Bob.
-    let key = atrium.run(
-        here,
-        &[
-            "keys",
-            "create",
-            "--org",
-            "acme",
-            "--data-dir",
-            data,
-            "--create",
-        ],
-        &[],
-    );
-    exits(&key, 0);
-    let org_key = last_line(&key);
-    let developer = |email: &str, login: &str, extra: &[&str]| {
-        let mut args = vec![
-            "developers",
-            "create",
-            "--email",
-            email,
-            "--login",
-            login,
-            "--data-dir",
-            data,
-        ];
-        args.extend_from_slice(extra);
-        let out = atrium.run(here, &args, &[]);
-        exits(&out, 0);
-        last_line(&out)
-    };
-    let ada = developer(
-        "ada@example.com",
-        "ada",
-        &["--publish-allowed", "--org", "acme", "--tenant", "ada-dev"],
-    );
-    let bob = developer("bob@example.com", "bob", &[]);
-
-    let host = Serve::spawn(atrium.command(
-        here,
-        &["serve", "--addr", "127.0.0.1:0", "--data-dir", data],
-        &[],
-    ));
-    let base = format!("http://{}", host.addr);
+fn login_stores_only_a_token_the_platform_took_and_logout_removes_it() {
+    let platform = platform();
+    let (base, dead) = (platform.base.as_str(), platform.dead.as_str());
+    let ada = Dev::new("ada", true);
+    let token = ada.token.as_str();
+    let config = ada.atrium.config_dir.join("config.toml");
 
     // Not logged in: whoami says so with 1, the other commands with 3; no address is 1.
-    let out = atrium.run(here, &["whoami", "--platform", &base], &[]);
+    let out = ada.run(&["whoami", "--platform", base], &[]);
     exits(&out, 1);
     assert!(stderr(&out).contains("atrium login"), "{}", stderr(&out));
-    let out = atrium.run(here, &["apps", "list", "--platform", &base], &[]);
+    let out = ada.run(&["apps", "list", "--platform", base], &[]);
     exits(&out, 3);
-    let out = atrium.run(here, &["apps", "list"], &[]);
+    let out = ada.run(&["apps", "list"], &[]);
     exits(&out, 1);
     assert!(stderr(&out).contains("--platform"), "{}", stderr(&out));
 
     // login: bad input is 1, a refused token 3 and nothing is stored, a dead address 2.
-    let out = atrium.run(here, &["login", "--token", &ada], &[]);
+    let out = ada.run(&["login", "--token", token], &[]);
     exits(&out, 1);
-    let out = atrium.run(
-        here,
-        &["login", "--token", &ada, "--platform", "ftp://example.com"],
+    let out = ada.run(
+        &["login", "--token", token, "--platform", "ftp://example.com"],
         &[],
     );
     exits(&out, 1);
@@ -202,36 +312,28 @@ fn developer_commands_work_against_a_running_host() {
         "{}",
         stderr(&out)
     );
-    let out = atrium.run(here, &["login", "--platform", &base, "--no-browser"], &[]);
+    let out = ada.run(&["login", "--platform", base, "--no-browser"], &[]);
     exits(&out, 1);
     assert!(
         stderr(&out).contains("offers no browser sign-in"),
         "{}",
         stderr(&out)
     );
-    let out = atrium.run(
-        here,
-        &["login", "--token", "not-a-token", "--platform", &base],
+    let out = ada.run(
+        &["login", "--token", "not-a-token", "--platform", base],
         &[],
     );
     exits(&out, 3);
     assert!(stderr(&out).contains("401"), "{}", stderr(&out));
-    assert!(!config_dir.join("config.toml").exists());
+    assert!(!config.exists());
     // Another principal's credential: login says which it is and where a developer token
     // comes from (not that "a JWT has three parts"); exit 3, nothing stored.
-    let (status, body) = http(
-        "POST",
-        &format!("{base}/api/tenants/shop/tokens"),
-        &org_key,
-        json_body(&json!({"role": "user"})),
-    );
-    assert_eq!(status, 201, "{body}");
-    let tenant_token = body["token"].as_str().unwrap().to_owned();
+    let tenant_token = Dev::tenant_token("ada-shop", "user");
     for (token, kind) in [
-        (org_key.as_str(), "organization key"),
+        (platform.org_key.as_str(), "organization key"),
         (tenant_token.as_str(), "tenant token"),
     ] {
-        let out = atrium.run(here, &["login", "--token", token, "--platform", &base], &[]);
+        let out = ada.run(&["login", "--token", token, "--platform", base], &[]);
         exits(&out, 3);
         let said = stderr(&out);
         assert!(
@@ -241,30 +343,30 @@ fn developer_commands_work_against_a_running_host() {
             "{said}"
         );
     }
-    assert!(!config_dir.join("config.toml").exists());
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead = format!("http://{}", closed.local_addr().unwrap());
-    drop(closed);
-    let out = atrium.run(here, &["login", "--token", &ada, "--platform", &dead], &[]);
+    assert!(!config.exists());
+    let out = ada.run(&["login", "--token", token, "--platform", dead], &[]);
     exits(&out, 2);
-    assert!(stderr(&out).contains(&dead), "{}", stderr(&out));
+    assert!(stderr(&out).contains(dead), "{}", stderr(&out));
 
     // Logged in (the token read from standard input): a private config file.
-    let out = atrium.run_with_input(here, &["login", "--token", "-", "--platform", &base], &ada);
+    let out = ada.atrium.run_with_input(
+        ada.here(),
+        &["login", "--token", "-", "--platform", base],
+        token,
+    );
     exits(&out, 0);
     assert!(
         stdout(&out).contains("as ada <ada@example.com>"),
         "{}",
         stdout(&out)
     );
-    let config = config_dir.join("config.toml");
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&config).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);
     let stored = std::fs::read_to_string(&config).unwrap();
-    assert!(stored.contains(&ada) && stored.contains(&base), "{stored}");
+    assert!(stored.contains(token) && stored.contains(base), "{stored}");
 
-    let out = atrium.run(here, &["whoami"], &[]);
+    let out = ada.run(&["whoami"], &[]);
     exits(&out, 0);
     for expected in [
         "ada@example.com",
@@ -278,34 +380,52 @@ fn developer_commands_work_against_a_running_host() {
             stdout(&out)
         );
     }
-    let out = atrium.run(here, &["whoami", "--json"], &[]);
+    let out = ada.run(&["whoami", "--json"], &[]);
     exits(&out, 0);
     let me: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let dev_tenant = format!("{}/ada-dev", me["tenant"]["organization"].as_str().unwrap());
     assert_eq!(
         (me["login"].as_str(), me["tenant"]["tenant"].as_str()),
         (Some("ada"), Some("ada-dev"))
     );
     // The stored token is never sent to another platform.
-    let out = atrium.run(here, &["whoami", "--platform", &dead], &[]);
+    let out = ada.run(&["whoami", "--platform", dead], &[]);
     exits(&out, 1);
     assert!(stderr(&out).contains("not logged in"), "{}", stderr(&out));
 
+    // Logout removes the token only; the platform address stays.
+    let out = ada.run(&["logout"], &[]);
+    exits(&out, 0);
+    let stored = std::fs::read_to_string(&config).unwrap();
+    assert!(!stored.contains(token) && stored.contains(base), "{stored}");
+    let out = ada.run(&["whoami"], &[]);
+    exits(&out, 1);
+    let out = ada.run(&["logout"], &[]);
+    exits(&out, 0);
+    assert!(stdout(&out).contains("Not logged in"), "{}", stdout(&out));
+    // SERVICE_TOKEN works without a stored token, against the stored address.
+    let out = ada.run(&["whoami"], &[("SERVICE_TOKEN", token)]);
+    exits(&out, 0);
+}
+
+#[test]
+fn apps_list_and_show_tell_each_version_its_status_and_an_archived_app_keeps_them() {
+    let base = platform().base.as_str();
+    let dev = Dev::logged_in("lin");
     // Apps: none, then one registered (two versions) and promoted.
-    let out = atrium.run(here, &["apps", "list"], &[]);
+    let out = dev.run(&["apps", "list"], &[]);
     exits(&out, 0);
     assert!(stdout(&out).contains("No apps yet"), "{}", stdout(&out));
-    let slug = "probe-notes";
-    register(&base, &ada, slug, "1.0.0");
+    let slug = "lin-notes";
+    register(base, &dev.token, slug, "1.0.0");
     let (status, body) = http(
         "POST",
         &format!("{base}/api/dev/apps/{slug}/versions/1.0.0/promote"),
-        &ada,
+        &dev.token,
         None,
     );
     assert_eq!(status, 200, "{body}");
-    register(&base, &ada, slug, "1.1.0");
-    let out = atrium.run(here, &["apps", "list"], &[]);
+    register(base, &dev.token, slug, "1.1.0");
+    let out = dev.run(&["apps", "list"], &[]);
     exits(&out, 0);
     let listing = stdout(&out);
     let row = listing
@@ -313,12 +433,12 @@ fn developer_commands_work_against_a_running_host() {
         .find(|l| l.starts_with(slug))
         .unwrap_or_else(|| panic!("{listing}"));
     assert!(row.contains("active") && row.contains("1.0.0"), "{listing}");
-    let out = atrium.run(here, &["apps", "list", "--json"], &[]);
+    let out = dev.run(&["apps", "list", "--json"], &[]);
     exits(&out, 0);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list["apps"][0]["slug"], slug);
     assert_eq!(list["apps"][0]["current_version"], "1.0.0");
-    let out = atrium.run(here, &["apps", "show", slug], &[]);
+    let out = dev.run(&["apps", "show", slug], &[]);
     exits(&out, 0);
     let shown = stdout(&out);
     assert!(
@@ -333,20 +453,37 @@ fn developer_commands_work_against_a_running_host() {
         shown.contains("sha256:") && shown.contains("success"),
         "{shown}"
     );
-    let out = atrium.run(here, &["apps", "show", slug, "--json"], &[]);
+    let out = dev.run(&["apps", "show", slug, "--json"], &[]);
     exits(&out, 0);
     let detail: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(detail["versions"].as_array().unwrap().len(), 2, "{detail}");
-    let out = atrium.run(here, &["apps", "show", "Not_A_Slug"], &[]);
+    let out = dev.run(&["apps", "show", "Not_A_Slug"], &[]);
     exits(&out, 1);
-    let out = atrium.run(here, &["apps", "show", "no-such-app"], &[]);
+    let out = dev.run(&["apps", "show", "no-such-app"], &[]);
     exits(&out, 2);
     assert!(stderr(&out).contains("404"), "{}", stderr(&out));
 
+    // Archived, an app keeps its versions and says so.
+    let out = dev.run(&["apps", "archive", slug], &[]);
+    exits(&out, 0);
+    let out = dev.run(&["apps", "show", slug, "--json"], &[]);
+    exits(&out, 0);
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["status"], "archived", "{shown}");
+    assert_eq!(shown["versions"].as_array().unwrap().len(), 2, "{shown}");
+}
+
+#[test]
+fn secrets_are_kept_without_their_values_and_another_developer_reaches_none_of_them() {
+    let base = platform().base.as_str();
+    let dev = Dev::logged_in("sam");
+    let bob = Dev::new("bob", false);
+    let slug = "sam-notes";
+    register(base, &dev.token, slug, "1.0.0");
+
     // Secrets: set (new, then replaced, then from standard input), listed and shown without
     // the value, deleted; bad keys are 1, an unknown one 2.
-    let out = atrium.run(
-        here,
+    let out = dev.run(
         &[
             "secrets",
             "set",
@@ -364,20 +501,19 @@ fn developer_commands_work_against_a_running_host() {
         "{}",
         stdout(&out)
     );
-    let out = atrium.run(
-        here,
+    let out = dev.run(
         &["secrets", "set", "API_KEY=second=value", "--app", slug],
         &[],
     );
     exits(&out, 0);
     assert!(stdout(&out).contains("Replaced"), "{}", stdout(&out));
-    let out = atrium.run_with_input(
-        here,
+    let out = dev.atrium.run_with_input(
+        dev.here(),
         &["secrets", "set", "WEBHOOK_SECRET", "--app", slug],
         "from-stdin\n",
     );
     exits(&out, 0);
-    let out = atrium.run(here, &["secrets", "list", "--app", slug, "--json"], &[]);
+    let out = dev.run(&["secrets", "list", "--app", slug, "--json"], &[]);
     exits(&out, 0);
     let secrets: Value = serde_json::from_slice(&out.stdout).unwrap();
     let keys: Vec<&str> = secrets["secrets"]
@@ -391,9 +527,9 @@ fn developer_commands_work_against_a_running_host() {
         secrets["secrets"][0]["description"], "The mail API",
         "the description is kept"
     );
-    let out = atrium.run(here, &["secrets", "list", "--app", slug], &[]);
+    let out = dev.run(&["secrets", "list", "--app", slug], &[]);
     exits(&out, 0);
-    let out = atrium.run(here, &["secrets", "get", "API_KEY", "--app", slug], &[]);
+    let out = dev.run(&["secrets", "get", "API_KEY", "--app", slug], &[]);
     exits(&out, 0);
     assert!(stdout(&out).contains("The mail API"), "{}", stdout(&out));
     let everything = format!("{}{}", stdout(&out), stderr(&out));
@@ -409,18 +545,17 @@ fn developer_commands_work_against_a_running_host() {
         (vec!["secrets", "list"], 1),
         (vec!["secrets", "list", "--app", "Bad_Slug"], 1),
     ] {
-        let out = atrium.run(here, &args, &[]);
+        let out = dev.run(&args, &[]);
         exits(&out, code);
     }
     // A value given in the key's place is refused at once and not printed.
-    let out = atrium.run(
-        here,
+    let out = dev.run(
         &["secrets", "set", "sk_live_1234567890", "--app", slug],
         &[],
     );
     assert!(!stderr(&out).contains("1234567890"), "{}", stderr(&out));
     // Without --app, the app_id of ./atrium.app.yaml.
-    let project = dir.path().join("project");
+    let project = dev.here().join("project");
     std::fs::create_dir(&project).unwrap();
     std::fs::write(
         project.join("atrium.app.yaml"),
@@ -429,14 +564,18 @@ fn developer_commands_work_against_a_running_host() {
             .replace("app_id: probe", &format!("app_id: {slug}")),
     )
     .unwrap();
-    let out = atrium.run(&project, &["secrets", "delete", "WEBHOOK_SECRET"], &[]);
+    let out = dev
+        .atrium
+        .run(&project, &["secrets", "delete", "WEBHOOK_SECRET"], &[]);
     exits(&out, 0);
-    let out = atrium.run(&project, &["secrets", "delete", "WEBHOOK_SECRET"], &[]);
+    let out = dev
+        .atrium
+        .run(&project, &["secrets", "delete", "WEBHOOK_SECRET"], &[]);
     exits(&out, 2);
 
     // Another developer's token reaches none of it.
-    let as_bob = [("SERVICE_TOKEN", bob.as_str())];
-    let out = atrium.run(here, &["apps", "list", "--json"], &as_bob);
+    let as_bob = [("SERVICE_TOKEN", bob.token.as_str())];
+    let out = dev.run(&["apps", "list", "--json"], &as_bob);
     exits(&out, 0);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list["apps"], json!([]), "{list}");
@@ -446,14 +585,10 @@ fn developer_commands_work_against_a_running_host() {
         vec!["secrets", "set", "API_KEY=stolen", "--app", slug],
         vec!["upgrade", slug],
     ] {
-        let out = atrium.run(here, &args, &as_bob);
+        let out = dev.run(&args, &as_bob);
         exits(&out, 2);
     }
-    let out = atrium.run(
-        here,
-        &["secrets", "get", "API_KEY", "--app", slug, "--json"],
-        &[],
-    );
+    let out = dev.run(&["secrets", "get", "API_KEY", "--app", slug, "--json"], &[]);
     exits(&out, 0);
     let after: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -461,30 +596,51 @@ fn developer_commands_work_against_a_running_host() {
         "Bob changed nothing"
     );
     // A refused SERVICE_TOKEN is 3, naming the variable.
-    let out = atrium.run(here, &["apps", "list"], &[("SERVICE_TOKEN", "expired")]);
+    let out = dev.run(&["apps", "list"], &[("SERVICE_TOKEN", "expired")]);
     exits(&out, 3);
     assert!(stderr(&out).contains("SERVICE_TOKEN"), "{}", stderr(&out));
+}
 
-    // Upgrade: Ada's dev tenant installs 1.0.0; a forced upgrade moves it to 1.1.0.
+#[test]
+#[allow(clippy::too_many_lines)]
+fn upgrade_and_a_required_setting_move_the_dev_tenant_install_only_when_they_may() {
+    let base = platform().base.as_str();
+    let una = Dev::logged_in("una");
+    let bob = Dev::new("ulf", false);
+    let as_bob = [("SERVICE_TOKEN", bob.token.as_str())];
+    let slug = "una-notes";
+    // 1.0.0 registered and promoted, then 1.1.0 registered.
+    register(base, &una.token, slug, "1.0.0");
     let (status, body) = http(
         "POST",
-        &format!("{base}/api/tenants/ada-dev/tokens"),
-        &org_key,
-        json_body(&json!({"role": "admin"})),
+        &format!("{base}/api/dev/apps/{slug}/versions/1.0.0/promote"),
+        &una.token,
+        None,
     );
-    assert_eq!(status, 201, "{body}");
-    let admin = body["token"].as_str().unwrap().to_owned();
+    assert_eq!(status, 200, "{body}");
+    register(base, &una.token, slug, "1.1.0");
+    let out = una.run(&["whoami", "--json"], &[]);
+    exits(&out, 0);
+    let me: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dev_tenant = format!(
+        "{}/{}",
+        me["tenant"]["organization"].as_str().unwrap(),
+        una.dev_tenant()
+    );
+
+    // Upgrade: the dev tenant installs 1.0.0; a forced upgrade moves it to 1.1.0.
+    let admin = una.admin();
     // Only promoted versions are upgrade targets: 1.1.0 promoted once, 1.0.0 current again.
     for version in ["1.1.0", "1.0.0"] {
         let (status, body) = http(
             "POST",
             &format!("{base}/api/dev/apps/{slug}/versions/{version}/promote"),
-            &ada,
+            &una.token,
             None,
         );
         assert_eq!(status, 200, "{body}");
     }
-    // The promotions installed it in Ada's dev tenant already (on 1.0.0, current again): the
+    // The promotions installed it in the developer's dev tenant already (on 1.0.0, current again): the
     // tenant's activation is a re-activation.
     let (status, body) = http(
         "POST",
@@ -499,10 +655,9 @@ fn developer_commands_work_against_a_running_host() {
         (200, Some("1.0.0")),
         "{body}"
     );
-    let out = atrium.run(here, &["upgrade", slug, "--target-version", "9.9.9"], &[]);
+    let out = una.run(&["upgrade", slug, "--target-version", "9.9.9"], &[]);
     exits(&out, 2);
-    let out = atrium.run(
-        here,
+    let out = una.run(
         &[
             "upgrade",
             slug,
@@ -519,7 +674,7 @@ fn developer_commands_work_against_a_running_host() {
     assert_eq!(run["installs"][0]["from"], "1.0.0", "{run}");
     assert_eq!(run["installs"][0]["to"], "1.1.0", "{run}");
     assert_eq!(run["installs"][0]["outcome"], "upgraded", "{run}");
-    let out = atrium.run(here, &["upgrade", slug, "--target-version", "1.1.0"], &[]);
+    let out = una.run(&["upgrade", slug, "--target-version", "1.1.0"], &[]);
     exits(&out, 0);
     assert!(stdout(&out).contains("current"), "{}", stdout(&out));
     let (status, body) = http("GET", &format!("{base}/api/installs/{slug}"), &admin, None);
@@ -529,38 +684,34 @@ fn developer_commands_work_against_a_running_host() {
         "{body}"
     );
 
-    // A version with a required setting and no default: its promotion cannot move Ada's dev
+    // A version with a required setting and no default: its promotion cannot move the developer's dev
     // tenant (on 1.1.0), so calls answer from 1.1.0 and say so, and an unknown tool points to
-    // the command that lists the tools. Ada gives the value with `apps settings set`, checked
+    // the command that lists the tools. The developer gives the value with `apps settings set`, checked
     // as a tenant admin's change is (refused values store nothing), and the install moves.
-    register_edited(&base, &ada, slug, "1.2.0", &|manifest| {
+    register_edited(base, &una.token, slug, "1.2.0", &|manifest| {
         format!(
             "{manifest}install_settings:\n  - {{id: signature, type: string, label: Signature, required: true}}\n  - {{id: retries, type: number, label: Retries, required: false, default: 1, max: 5}}\n"
         )
     });
     let give = format!("atrium apps settings set {slug} signature=VALUE");
-    let out = atrium.run(here, &["apps", "promote", slug, "1.2.0"], &[]);
+    let out = una.run(&["apps", "promote", slug, "1.2.0"], &[]);
     exits(&out, 0);
     assert!(
         stdout(&out).contains("missing_settings (signature)") && stdout(&out).contains(&give),
         "{}",
         stdout(&out)
     );
-    let out = atrium.run(
-        here,
-        &["apps", "call", slug, "echo", r#"{"said": "hi"}"#],
-        &[],
-    );
+    let out = una.run(&["apps", "call", slug, "echo", r#"{"said": "hi"}"#], &[]);
     exits(&out, 0);
     assert!(stdout(&out).contains(r#""said": "hi""#), "{}", stdout(&out));
     let said = stderr(&out);
     assert!(
-        said.contains("from probe-notes 1.1.0")
+        said.contains(&format!("from {slug} 1.1.0"))
             && said.contains("current version 1.2.0")
             && said.contains(&give),
         "{said}"
     );
-    let out = atrium.run(here, &["apps", "call", slug, "nope", "{}"], &[]);
+    let out = una.run(&["apps", "call", slug, "nope", "{}"], &[]);
     exits(&out, 2);
     let said = stderr(&out);
     assert!(
@@ -569,14 +720,14 @@ fn developer_commands_work_against_a_running_host() {
             && !said.contains("atrium apps list"),
         "{said}"
     );
-    let out = atrium.run(here, &["apps", "show", slug], &[]);
+    let out = una.run(&["apps", "show", slug], &[]);
     exits(&out, 0);
     assert!(
         stdout(&out).contains("tools: echo, guarded"),
         "{}",
         stdout(&out)
     );
-    let out = atrium.run(here, &["apps", "settings", "get", slug], &[]);
+    let out = una.run(&["apps", "settings", "get", slug], &[]);
     exits(&out, 0);
     let said = stdout(&out);
     assert!(
@@ -614,11 +765,11 @@ fn developer_commands_work_against_a_running_host() {
             "`Not ...",
         ),
     ] {
-        let out = atrium.run(here, &args, &[]);
+        let out = una.run(&args, &[]);
         exits(&out, code);
         assert!(stderr(&out).contains(named), "{args:?}: {}", stderr(&out));
     }
-    let out = atrium.run(here, &["apps", "settings", "get", slug], &as_bob);
+    let out = una.run(&["apps", "settings", "get", slug], &as_bob);
     exits(&out, 2);
     assert!(stderr(&out).contains("403"), "{}", stderr(&out));
     let (status, body) = http("GET", &format!("{base}/api/installs/{slug}"), &admin, None);
@@ -627,8 +778,7 @@ fn developer_commands_work_against_a_running_host() {
         (200, Some("1.1.0")),
         "refused values store nothing: {body}"
     );
-    let out = atrium.run(
-        here,
+    let out = una.run(
         &[
             "apps",
             "settings",
@@ -655,12 +805,12 @@ fn developer_commands_work_against_a_running_host() {
         ),
         "{body}"
     );
-    let out = atrium.run(here, &["apps", "call", slug, "echo", "{}"], &[]);
+    let out = una.run(&["apps", "call", slug, "echo", "{}"], &[]);
     exits(&out, 0);
     assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
     // On the current version, a change keeps the other values; a value from standard input.
-    let out = atrium.run_with_input(
-        here,
+    let out = una.atrium.run_with_input(
+        una.here(),
         &["apps", "settings", "set", slug, "signature", "--json"],
         "Ada Lovelace\n",
     );
@@ -676,10 +826,18 @@ fn developer_commands_work_against_a_running_host() {
         (Some("updated"), Some("Ada Lovelace"), Some(3), json!([])),
         "{view}"
     );
+}
 
+#[test]
+#[allow(clippy::too_many_lines)]
+fn deploy_of_a_built_component_registers_bundles_and_promotes_it_once() {
+    let dee = Dev::logged_in("dee");
+    let bob = Dev::new("dan", false);
+    let as_bob = [("SERVICE_TOKEN", bob.token.as_str())];
+    let (atrium, here) = (&dee.atrium, dee.here());
     // Deploy a project whose component was built before (--skip-build): preflight, the
     // component cargo's metadata points at, docs, a template, the web/ bundle, promotion.
-    let app_dir = dir.path().join("probe-deploy");
+    let app_dir = here.join("probe-deploy");
     let deploy_slug = "probe-deploy";
     std::fs::create_dir_all(app_dir.join("src")).unwrap();
     std::fs::create_dir_all(app_dir.join("app_docs")).unwrap();
@@ -911,9 +1069,25 @@ fn developer_commands_work_against_a_running_host() {
         &[built[0], as_bob[0]],
     );
     exits(&out, 2);
+}
+
+#[test]
+#[allow(clippy::too_many_lines)]
+fn a_new_rust_project_is_checked_deployed_installed_called_upgraded_and_rolled_back() {
+    let platform = platform();
+    let (base, dead) = (platform.base.clone(), platform.dead.clone());
+    let gil = Dev::logged_in("gil");
+    let bob = Dev::new("gus", false);
+    let as_bob = [("SERVICE_TOKEN", bob.token.as_str())];
+    let (atrium, here) = (&gil.atrium, gil.here());
+    let admin = gil.admin();
+    let out = gil.run(&["whoami", "--json"], &[]);
+    exits(&out, 0);
+    let me: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dev_tenant = format!("{}/gil-dev", me["tenant"]["organization"].as_str().unwrap());
 
     // The whole loop: a new project, checked by doctor, deployed with a real build,
-    // installed by Ada's dev tenant and called; a new version deployed without promotion,
+    // installed by the developer's dev tenant and called; a new version deployed without promotion,
     // then forced onto the install.
     let out = atrium.run(here, &["init", "greeter-app", "--name", "Greeter"], &[]);
     exits(&out, 0);
@@ -977,9 +1151,9 @@ fn developer_commands_work_against_a_running_host() {
             "the component names {path}, a path of the build machine"
         );
     }
-    // Deploy put it in Ada's dev tenant and printed a call that answers.
+    // Deploy put it in the developer's dev tenant and printed a call that answers.
     assert!(
-        first_deploy.contains("Your dev tenant ada-dev")
+        first_deploy.contains("Your dev tenant gil-dev")
             && first_deploy.contains("(installed)")
             && first_deploy.contains("atrium apps call greeter-app greet '{}'"),
         "{first_deploy}"
@@ -1088,7 +1262,7 @@ fn developer_commands_work_against_a_running_host() {
     // A tenant id alone is ambiguous across organizations: the tool asks for both.
     let out = atrium.run(
         here,
-        &["upgrade", "greeter-app", "--tenant", "ada-dev"],
+        &["upgrade", "greeter-app", "--tenant", "gil-dev"],
         &[],
     );
     exits(&out, 1);
@@ -1108,14 +1282,14 @@ fn developer_commands_work_against_a_running_host() {
     // The organization by its name, as the administration commands take it.
     let out = atrium.run(
         here,
-        &["upgrade", "greeter-app", "--tenant", "acme/ada-dev"],
+        &["upgrade", "greeter-app", "--tenant", "acme/gil-dev"],
         &[],
     );
     exits(&out, 0);
     assert!(stdout(&out).contains("current"), "{}", stdout(&out));
     // Names that match no install are refused, saying which (not "no installs to upgrade").
     for (tenant, named) in [
-        ("nope/ada-dev", "organization `nope`"),
+        ("nope/gil-dev", "organization `nope`"),
         ("acme/nobody", "tenant `nobody`"),
     ] {
         let out = atrium.run(here, &["upgrade", "greeter-app", "--tenant", tenant], &[]);
@@ -1150,7 +1324,7 @@ fn developer_commands_work_against_a_running_host() {
     exits(&out, 0);
     assert!(
         stdout(&out).contains("0.1.0 is the current version")
-            && stdout(&out).contains("Your dev tenant ada-dev")
+            && stdout(&out).contains("Your dev tenant gil-dev")
             && stdout(&out).contains("upgraded"),
         "{}",
         stdout(&out)
@@ -1193,7 +1367,7 @@ fn developer_commands_work_against_a_running_host() {
     let out = atrium.run(
         &greeter,
         &["lint", "--platform", &dead],
-        &[("SERVICE_TOKEN", ada.as_str())],
+        &[("SERVICE_TOKEN", gil.token.as_str())],
     );
     exits(&out, 2);
     assert!(
@@ -1205,34 +1379,18 @@ fn developer_commands_work_against_a_running_host() {
     let out = atrium.run(here, &["completions", "bash"], &[]);
     exits(&out, 0);
     assert!(stdout(&out).contains("_atrium"), "{}", stdout(&out));
+}
 
-    // The same loop for a Python and a TypeScript project.
-    for lang in ["python", "typescript"] {
-        crate::sdks::deploy_install_and_call(&atrium, here, &base, &admin, lang);
-    }
+#[test]
+fn a_new_python_project_is_checked_deployed_installed_and_called() {
+    let dev = Dev::logged_in("pia");
+    let base = &platform().base;
+    crate::sdks::deploy_install_and_call(&dev.atrium, dev.here(), base, &dev.admin(), "python");
+}
 
-    // Archived, an app keeps its versions and says so.
-    let out = atrium.run(here, &["apps", "archive", slug], &[]);
-    exits(&out, 0);
-    let out = atrium.run(here, &["apps", "show", slug, "--json"], &[]);
-    exits(&out, 0);
-    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(shown["status"], "archived", "{shown}");
-
-    // Logout removes the token only; the platform address stays.
-    let out = atrium.run(here, &["logout"], &[]);
-    exits(&out, 0);
-    let stored = std::fs::read_to_string(&config).unwrap();
-    assert!(!stored.contains(&ada) && stored.contains(&base), "{stored}");
-    let out = atrium.run(here, &["whoami"], &[]);
-    exits(&out, 1);
-    let out = atrium.run(here, &["logout"], &[]);
-    exits(&out, 0);
-    assert!(stdout(&out).contains("Not logged in"), "{}", stdout(&out));
-    // SERVICE_TOKEN works without a stored token, against the stored address.
-    let out = atrium.run(here, &["whoami"], &[("SERVICE_TOKEN", ada.as_str())]);
-    exits(&out, 0);
-
-    let (status, log) = host.stop();
-    assert_eq!(status.code(), Some(0), "{log:#?}");
+#[test]
+fn a_new_typescript_project_is_checked_deployed_installed_and_called() {
+    let dev = Dev::logged_in("tom");
+    let base = &platform().base;
+    crate::sdks::deploy_install_and_call(&dev.atrium, dev.here(), base, &dev.admin(), "typescript");
 }

@@ -97,6 +97,11 @@ impl Serve {
         }
     }
 
+    /// The host's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// How many lines logged since the address contain `needle`.
     pub(crate) fn logged(&self, needle: &str) -> usize {
         self.log
