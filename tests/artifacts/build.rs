@@ -98,5 +98,53 @@ fn main() {
         "/// The manifest validator module (`guest-sdk/manifest-wasm`, wasm32-unknown-unknown).\npub const MANIFEST_VALIDATOR: &str = {:?};\n",
         validator.display().to_string()
     ));
+    let guest = container_guest(&root);
+    code.push_str(&format!(
+        "/// The container test guest (`tests/guests/container`): a static binary for this machine that speaks the container protocol.\npub const CONTAINER_GUEST: &str = {:?};\n/// Its manifest.\npub const CONTAINER_GUEST_MANIFEST: &str = {:?};\n",
+        guest.display().to_string(),
+        root.join("tests/guests/container/atrium.app.yaml")
+            .display()
+            .to_string()
+    ));
     std::fs::write(out.join("artifacts.rs"), code).expect("OUT_DIR is writable");
+}
+
+/// Builds the container test guest for this machine, statically linked (`crt-static`), so
+/// that an image holds it and nothing else.
+fn container_guest(root: &std::path::Path) -> PathBuf {
+    let target = std::env::var("HOST").expect("cargo sets HOST");
+    let target_dir = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir).join("container-guests"),
+        None => root.join("target/container-guests"),
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "atrium-container-guest",
+            "--target",
+        ])
+        .arg(&target)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env_remove("CARGO_MAKEFLAGS")
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
+        .status()
+        .expect("cargo runs");
+    assert!(
+        status.success(),
+        "building the container guest failed: {status}"
+    );
+    let binary = target_dir
+        .join(target)
+        .join("release")
+        .join("atrium-container-guest");
+    assert!(binary.exists(), "no {}", binary.display());
+    binary
 }

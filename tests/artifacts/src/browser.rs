@@ -29,30 +29,7 @@ pub fn chromium() -> PathBuf {
     if path.exists() {
         return path;
     }
-    // One installer at a time, across the test processes of one run.
-    let _lock = crate::sdk::lock("apt-chromium");
-    if path.exists() {
-        return path;
-    }
-    for args in [
-        &["update", "-qq"][..],
-        &[
-            "install",
-            "-y",
-            "-qq",
-            "--no-install-recommends",
-            "chromium",
-        ][..],
-    ] {
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .unwrap_or_else(|e| {
-                panic!("apt-get cannot run ({e}); the test needs Debian's chromium")
-            });
-        assert!(status.success(), "apt-get {args:?} failed");
-    }
+    crate::debian(&[("/usr/bin/chromium", "chromium")]);
     assert!(
         path.exists(),
         "apt installed chromium, but not at {}",

@@ -9,6 +9,7 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 pub mod browser;
+pub mod containers;
 pub mod oidc;
 pub mod s3;
 pub mod sdk;
@@ -140,4 +141,44 @@ pub mod pdf {
         }
         bytes
     }
+}
+
+/// Installs each Debian package whose binary is missing, one installer at a time across the
+/// test processes of one run.
+///
+/// # Panics
+///
+/// When a package is missing and apt cannot install it.
+#[allow(clippy::panic)]
+pub fn debian(packages: &[(&str, &str)]) {
+    let missing = |packages: &[(&str, &str)]| -> Vec<String> {
+        packages
+            .iter()
+            .filter(|(binary, _)| !std::path::Path::new(binary).exists())
+            .map(|(_, package)| (*package).to_owned())
+            .collect()
+    };
+    if missing(packages).is_empty() {
+        return;
+    }
+    let _lock = crate::sdk::lock("apt");
+    let wanted = missing(packages);
+    if wanted.is_empty() {
+        return;
+    }
+    let mut install = vec!["install", "-y", "-qq", "--no-install-recommends"];
+    install.extend(wanted.iter().map(String::as_str));
+    for args in [&["update", "-qq"][..], &install[..]] {
+        let status = std::process::Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .unwrap_or_else(|e| panic!("apt-get cannot run ({e}); the test needs {wanted:?}"));
+        assert!(status.success(), "apt-get {args:?} failed");
+    }
+    let still = missing(packages);
+    assert!(
+        still.is_empty(),
+        "apt installed, but {still:?} are still missing"
+    );
 }
