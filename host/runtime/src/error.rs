@@ -105,6 +105,10 @@ pub enum CallError {
     /// The host has no free instance slot; retry later.
     #[error("the host is at capacity: {0}")]
     Capacity(String),
+    /// An app outside the runtime cannot be reached now (its container does not start or
+    /// does not answer its health check, or this host cannot run containers); retry later.
+    #[error("the app is not available on this host: {0}")]
+    Unavailable(String),
     /// The app's answer broke the contract (for example a result that is not JSON).
     #[error("the app broke the contract: {0}")]
     Contract(String),

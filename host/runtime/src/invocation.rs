@@ -92,6 +92,21 @@ impl Invocation {
         self
     }
 
+    /// The facts of this call of the app `manifest` describes (`context.current`): with a
+    /// call id generated once here when the invocation names none.
+    #[must_use]
+    pub fn info(&self, manifest: &atrium_manifest::Manifest) -> crate::CallInfo {
+        crate::CallInfo {
+            tenant_id: self.tenant_id.clone(),
+            app_id: manifest.app_id.clone(),
+            app_version: manifest.version.clone(),
+            call_id: self.call_id(),
+            chain_depth: self.chain.depth,
+            visited_agents: self.chain.visited.clone(),
+            public_route: self.public_route,
+        }
+    }
+
     pub(crate) fn call_id(&self) -> String {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         self.call_id.clone().unwrap_or_else(|| {

@@ -12,6 +12,11 @@
 //! SDK's test double applies) and handing the rest to the [`Platform`] trait;
 //! [`memory::MemoryPlatform`] implements it in memory.
 //!
+//! An app outside the runtime (a container image behind the compatibility shim) is an [`App`]
+//! too ([`App::external`]): the manifest's checks of every call stay here, the call itself
+//! goes to its [`External`] backend, and its calls back to the platform are [`Imports`], which
+//! run the same host imports a component reaches.
+//!
 //! ```no_run
 //! # async fn run(bytes: &[u8], manifest: atrium_manifest::Manifest) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
@@ -35,6 +40,7 @@ mod engine;
 mod error;
 mod fairness;
 mod host;
+mod imports;
 mod invocation;
 mod limits;
 mod logs;
@@ -43,7 +49,7 @@ mod platform;
 mod preinit;
 mod state;
 
-pub use app::{App, RouteResponse};
+pub use app::{App, External, HandlerCall, HandlerReply, RouteResponse};
 pub use atrium_manifest::sandbox::{
     Capability, ChainContext, ENV_CHAIN_DEPTH, ENV_VISITED_AGENTS, EgressPolicy,
     HEADER_CHAIN_DEPTH, HEADER_VISITED_AGENTS, MAX_CHAIN_DEPTH, MAX_ROOM_MESSAGE_CHARS,
@@ -54,6 +60,7 @@ pub use bindings::atrium::app::types::{
 };
 pub use engine::{MAX_MEMORY_MB, Runtime, RuntimeConfig};
 pub use error::{CallError, LoadError};
+pub use imports::Imports;
 pub use invocation::{Caller, Invocation};
 pub use limits::{DeadlineExceeded, MemoryCapExceeded};
 pub use platform::{

@@ -192,6 +192,18 @@ pub trait Platform: Send + Sync + 'static {
 
     /// The public address of a public route of the calling app for the call's tenant.
     fn public_callback_url(&self, call: &CallInfo, path: &str) -> String;
+
+    /// The credential with which an app outside the runtime calls the platform back during
+    /// `call` (its `APP_MCP_TOKEN`, naming the call's tenant, app, version, call and chain),
+    /// or why none can be issued. A platform that serves no such app issues none (the
+    /// default).
+    ///
+    /// # Errors
+    ///
+    /// The reason, for the call's error.
+    fn callback_token(&self, _call: &CallInfo) -> Result<String, String> {
+        Err("this platform issues no tokens to apps outside the runtime".into())
+    }
 }
 
 /// The `ToolCallError` for a capability the host does not offer: decision `not_available`.

@@ -86,15 +86,7 @@ pub(crate) fn new_store(
 ) -> Store<CallState> {
     let m = version.manifest;
     let config = &runtime.config;
-    let call = CallInfo {
-        tenant_id: inv.tenant_id.clone(),
-        app_id: m.app_id.clone(),
-        app_version: m.version.clone(),
-        call_id: inv.call_id(),
-        chain_depth: inv.chain.depth,
-        visited_agents: inv.chain.visited.clone(),
-        public_route: inv.public_route,
-    };
+    let call = inv.info(m);
     let log = LogSink::new(
         CallTags {
             tenant: call.tenant_id.clone(),

@@ -4,7 +4,7 @@
 
 use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
 
-use super::App;
+use super::{App, Component};
 use crate::engine::RuntimeInner;
 use crate::limits::{CallCpu, CpuAccount, CpuUse, DeadlineExceeded, MemoryCapExceeded};
 use crate::state::CallState;
@@ -30,6 +30,7 @@ impl App {
     /// Creates a fresh store and instance for one call.
     pub(super) async fn instantiate(
         &self,
+        component: &Component,
         inv: &Invocation,
     ) -> Result<(Store<CallState>, wasmtime::component::Instance), CallError> {
         let app = &self.inner;
@@ -45,14 +46,14 @@ impl App {
                 &app.runtime,
                 &crate::state::VersionParts {
                     manifest: &app.manifest,
-                    egress: &app.egress,
-                    env: &app.env,
+                    egress: &component.egress,
+                    env: &component.env,
                 },
                 inv,
             );
             store.data_mut().tenant_slot = Some(slot);
             let mark = reaper.drops();
-            match app.pre.instantiate_async(&mut store).await {
+            match component.pre.instantiate_async(&mut store).await {
                 Ok(instance) => return Ok((store, instance)),
                 Err(error) => {
                     let pool_full = error.is::<PoolConcurrencyLimitError>();

@@ -5,8 +5,8 @@
 use atrium_manifest::sandbox::declared_names;
 use wasmtime::Store;
 
-use super::App;
 use super::call::{finish, release};
+use super::{App, Code, Component};
 use crate::bindings::exports::atrium::app::handlers::Guest as Handlers;
 use crate::state::CallState;
 use crate::{
@@ -14,22 +14,57 @@ use crate::{
     RoomMessage, UserAdded,
 };
 
-/// The handler calls, in one type so that one function drives them all.
-pub(super) enum HandlerCall {
+/// The handler calls, in one type so that one function drives them all. The manifest's
+/// checks have passed when a backend ([`crate::External`]) is handed one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerCall {
+    /// `describe`: what the app registers (a component's registration check; an app outside
+    /// the runtime is never asked).
     Describe,
-    Tool { name: String, args: String },
+    /// A declared tool with a JSON object's text as its arguments.
+    Tool {
+        /// The tool.
+        name: String,
+        /// Its arguments, a JSON object's text.
+        args: String,
+    },
+    /// `on_install`.
     Install,
+    /// `on_uninstall`.
     Uninstall,
+    /// `on_inbound`.
     Inbound(InboundEnvelope),
+    /// `on_user_added`.
     UserAdded(UserAdded),
+    /// A declared schedule, by name.
     Schedule(String),
+    /// An event the manifest subscribes to.
     Event(AppEvent),
-    Message { agent: String, message: RoomMessage },
+    /// A room message that mentions one of the app's agents.
+    Message {
+        /// The agent mentioned.
+        agent: String,
+        /// The message.
+        message: RoomMessage,
+    },
 }
 
-pub(super) enum HandlerReply {
+impl HandlerCall {
+    /// The reply this call expects: JSON for a tool and an event, nothing for the rest.
+    #[must_use]
+    pub fn answers_json(&self) -> bool {
+        matches!(self, HandlerCall::Tool { .. } | HandlerCall::Event(_))
+    }
+}
+
+/// What a handler call answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerReply {
+    /// `describe`'s registration.
     Registration(Registration),
+    /// A tool's or an event handler's JSON result.
     Json(String),
+    /// A handler with no result.
     Unit,
 }
 
@@ -223,18 +258,46 @@ impl App {
         inv: &Invocation,
         call: HandlerCall,
     ) -> Result<HandlerReply, CallError> {
-        let Some(indices) = self.inner.handlers.clone() else {
-            return Err(CallError::NotSupported(
-                "the app serves no handler calls (it does not export atrium:app/handlers)".into(),
-            ));
-        };
         if !matches!(call, HandlerCall::Describe) {
             // Boxed: the check itself runs `describe` through here.
             Box::pin(self.verify()).await?;
         }
+        let reply = match &self.inner.code {
+            Code::Component(component) => self.run_component(component, inv, call).await?,
+            Code::External(external) => {
+                let deadline = self.inner.runtime.config.deadline;
+                let limit = self.inner.runtime.config.max_result_bytes;
+                tokio::time::timeout(deadline, external.handle(inv, call, limit))
+                    .await
+                    .map_err(|_| CallError::Deadline(deadline))??
+            }
+        };
+        let limit = self.inner.runtime.config.max_result_bytes;
+        if let HandlerReply::Json(json) = &reply
+            && json.len() > limit
+        {
+            return Err(CallError::TooLarge {
+                what: "result",
+                limit,
+            });
+        }
+        Ok(reply)
+    }
+
+    async fn run_component(
+        &self,
+        component: &Component,
+        inv: &Invocation,
+        call: HandlerCall,
+    ) -> Result<HandlerReply, CallError> {
+        let Some(indices) = component.handlers.clone() else {
+            return Err(CallError::NotSupported(
+                "the app serves no handler calls (it does not export atrium:app/handlers)".into(),
+            ));
+        };
         let runtime = &self.inner.runtime;
         let deadline = runtime.config.deadline;
-        let (mut store, instance) = self.instantiate(inv).await?;
+        let (mut store, instance) = self.instantiate(component, inv).await?;
         let guest = indices
             .load(&mut store, &instance)
             .map_err(|e| CallError::Internal(format!("{e:#}")))?;
@@ -259,17 +322,7 @@ impl App {
         };
         let reply = finish(&store, &used, result, deadline);
         release(runtime, store, account);
-        let reply = reply?;
-        let limit = runtime.config.max_result_bytes;
-        if let HandlerReply::Json(json) = &reply
-            && json.len() > limit
-        {
-            return Err(CallError::TooLarge {
-                what: "result",
-                limit,
-            });
-        }
-        Ok(reply)
+        reply
     }
 }
 

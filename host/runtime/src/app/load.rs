@@ -6,7 +6,7 @@ use std::sync::Arc;
 use atrium_manifest::Manifest;
 use wasmtime_wasi_http::p2::bindings::exports::wasi::http::incoming_handler::GuestIndices as HttpIndices;
 
-use super::{App, AppInner};
+use super::{App, AppInner, Code, Component};
 use crate::EgressPolicy;
 use crate::bindings::exports::atrium::app::handlers::GuestIndices as HandlerIndices;
 use crate::engine::MAX_MEMORY_MB;
@@ -67,14 +67,16 @@ impl Runtime {
         Ok(App {
             inner: Arc::new(AppInner {
                 runtime: inner.clone(),
-                pre,
-                handlers,
-                http,
                 manifest,
-                egress,
-                env,
-                cache: compiled.outcome,
-                preinitialized: compiled.preinitialized,
+                code: Code::Component(Component {
+                    pre,
+                    handlers,
+                    http,
+                    egress,
+                    env,
+                    cache: compiled.outcome,
+                    preinitialized: compiled.preinitialized,
+                }),
                 verified: tokio::sync::OnceCell::new(),
             }),
         })

@@ -5,8 +5,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use wasmtime_wasi_http::WasiHttpView;
 
-use super::App;
 use super::call::{finish, release};
+use super::{App, Code};
 use crate::{CallError, HandlerError, Invocation};
 
 /// What an HTTP route answered.
@@ -19,12 +19,12 @@ impl App {
         inv: &Invocation,
         request: http::Request<Bytes>,
     ) -> Result<RouteResponse, CallError> {
-        let Some(indices) = self.inner.http.clone() else {
+        if !self.has_http() {
             return Err(CallError::NotSupported(
                 "the app serves no HTTP routes (it does not export wasi:http/incoming-handler)"
                     .into(),
             ));
-        };
+        }
         self.verify().await?;
         let method = request.method().as_str().to_owned();
         let path = request.uri().path().to_owned();
@@ -44,10 +44,31 @@ impl App {
                 route.path
             )));
         }
-        let request = with_authority(request)?;
         let deadline = self.inner.runtime.config.deadline;
         let limit = self.inner.runtime.config.max_result_bytes;
-        let (mut store, instance) = self.instantiate(inv).await?;
+        let component = match &self.inner.code {
+            Code::Component(component) => component,
+            Code::External(external) => {
+                let response = tokio::time::timeout(deadline, external.route(inv, request, limit))
+                    .await
+                    .map_err(|_| CallError::Deadline(deadline))??;
+                if response.body().len() > limit {
+                    return Err(CallError::TooLarge {
+                        what: "response body",
+                        limit,
+                    });
+                }
+                return Ok(response);
+            }
+        };
+        let Some(indices) = component.http.clone() else {
+            return Err(CallError::NotSupported(
+                "the app serves no HTTP routes (it does not export wasi:http/incoming-handler)"
+                    .into(),
+            ));
+        };
+        let request = with_authority(request)?;
+        let (mut store, instance) = self.instantiate(component, inv).await?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (req, out) = {
             let mut http = store.data_mut().http();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use atrium_manifest::sandbox::registration;
 
-use super::App;
 use super::handlers::{HandlerCall, HandlerReply};
+use super::{App, Code};
 use crate::memory::MemoryPlatform;
 use crate::{CallError, Invocation, Registration};
 
@@ -15,7 +15,13 @@ impl App {
     /// The health check: a fresh instance starts and, when the app exports handlers, its
     /// registrations are valid for this manifest and were built from it. Returns what it
     /// registered.
+    ///
+    /// An app outside the runtime answers its backend's [`crate::External::ready`] (for a
+    /// container: it runs, answers `/health`, and its `/manifest` is the registered one).
     pub async fn health(&self, inv: &Invocation) -> Result<Option<Registration>, CallError> {
+        if let Code::External(external) = &self.inner.code {
+            return external.ready().await.map(|()| None);
+        }
         let Some(registration) = self.checked_registration(inv).await? else {
             return Ok(None);
         };
@@ -40,8 +46,11 @@ impl App {
         &self,
         inv: &Invocation,
     ) -> Result<Option<Registration>, CallError> {
-        if self.inner.handlers.is_none() {
-            let (mut store, _) = self.instantiate(inv).await?;
+        let Some(component) = self.component() else {
+            return Ok(None);
+        };
+        if component.handlers.is_none() {
+            let (mut store, _) = self.instantiate(component, inv).await?;
             store.data_mut().log.finish();
             return Ok(None);
         }
@@ -73,7 +82,14 @@ impl App {
     /// waits for it, and an app whose registration breaks the rules answers every call with
     /// that error, as does one whose check trapped or ran out of time. Only a check that found
     /// no free instance slot is tried again.
+    ///
+    /// An app outside the runtime is checked by its backend before every call instead
+    /// ([`crate::External::ready`]): whether it is ready changes as its container starts,
+    /// stops and restarts.
     pub async fn verify(&self) -> Result<(), CallError> {
+        if let Code::External(external) = &self.inner.code {
+            return external.ready().await;
+        }
         let outcome = self
             .inner
             .verified

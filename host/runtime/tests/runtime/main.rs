@@ -4,6 +4,7 @@
 
 mod common;
 mod examples;
+mod external;
 mod hostile;
 mod http;
 mod imports;
