@@ -98,6 +98,13 @@ pub fn run(args: &Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
+        match parts.containers.unavailable() {
+            Some(reason) => tracing::warn!(
+                reason,
+                "this host cannot run containers: container apps answer 503"
+            ),
+            None => tracing::info!("container apps run under runc"),
+        }
         let registry = parts.registry.clone();
         // Integration configurations written before they were sealed are sealed now.
         match registry.seal_plain_integrations().await {

@@ -12,6 +12,7 @@
 //! | `identity` | developer and app tokens | the token signing key, an OpenID Connect provider |
 //! | `serving` | the serving core (installs, loaded versions, invocations) and the platform's services (tools, chat, knowledge), rooms' hub | the registry, [`Shared`], [`PlatformConfig::rooms`] |
 //! | `heartbeats` | the heartbeat scheduler (heartbeats and visions) | `serving`, [`PlatformConfig::heartbeats`] |
+//! | `containers` | the container shim: container-image versions served through the runtime's external apps | [`PlatformConfig::containers`], the registry's data directory |
 //!
 //! Agents, grants, wires and events, conversations, memory and commitments are functions over
 //! `serving` (each module's own); a capability with state of its own gets its field.
@@ -21,6 +22,7 @@ use std::sync::{Arc, LazyLock};
 
 use atrium_jobs::Job;
 
+use crate::containers::{Containers, ContainersConfig};
 use crate::heartbeats::{HeartbeatsConfig, Scheduler};
 use crate::identity::Identity;
 use crate::registry::Registry;
@@ -46,6 +48,9 @@ pub struct PlatformConfig {
     pub max_cpu_cores_per_tenant: Option<f64>,
     /// How many versions stay loaded at once.
     pub loaded_versions: usize,
+    /// The container shim (`ATRIUM_CONTAINER*`, `ATRIUM_RUNC`, `ATRIUM_REGISTRY_AUTH_FILE`,
+    /// `ATRIUM_INSECURE_REGISTRIES`).
+    pub containers: ContainersConfig,
     /// What [`PlatformParts::open`] reads: the developer token providers, the secrets key and
     /// the artifact store.
     pub opening: Opening,
@@ -74,6 +79,7 @@ impl Default for PlatformConfig {
             max_cpu_cores_per_tenant: atrium_runtime::RuntimeConfig::default()
                 .max_cpu_cores_per_tenant,
             loaded_versions: crate::serving::DEFAULT_LOADED_VERSIONS,
+            containers: ContainersConfig::default(),
             opening: Opening::default(),
         }
     }
@@ -90,6 +96,7 @@ impl PlatformConfig {
         Ok(PlatformConfig {
             rooms: RoomsConfig::from_env(vars)?,
             heartbeats: HeartbeatsConfig::from_env(vars)?,
+            containers: ContainersConfig::from_env(get)?,
             max_cpu_cores_per_tenant: tenant_cpu_cores(
                 get(TENANT_CPU_CORES_ENV).as_deref(),
                 defaults.max_cpu_cores_per_tenant,
@@ -136,6 +143,8 @@ pub struct PlatformParts {
     pub config: PlatformConfig,
     /// This host's name in the claims it records (heartbeat runs).
     pub host: String,
+    /// The container shim of this host.
+    pub containers: Containers,
 }
 
 /// What the capabilities do when an install lands on a version (`registry::declared`): one
@@ -167,14 +176,20 @@ pub fn platform_tools() -> Catalogue {
 
 impl PlatformParts {
     /// Parts from a registry and an identity made by the caller, `config` for the rest; the
-    /// registry gets the capabilities' hooks.
+    /// registry gets the capabilities' hooks, and the container shim keeps its files in the
+    /// registry's data directory (or where `config.containers` says).
     pub fn new(registry: Registry, identity: Identity, config: PlatformConfig) -> PlatformParts {
         registry.set_install_hooks(INSTALL_HOOKS);
+        let containers = Containers::open(config.containers.clone(), registry.data_dir());
+        if let Some(images) = containers.images() {
+            registry.pin_images_with(images.clone());
+        }
         PlatformParts {
             registry,
             identity: Arc::new(identity),
             config,
             host: crate::heartbeats::host_name(),
+            containers,
         }
     }
 
@@ -257,6 +272,7 @@ struct Composed {
     identity: Arc<Identity>,
     serving: Serving,
     heartbeats: Scheduler,
+    containers: Containers,
     config: PlatformConfig,
 }
 
@@ -278,6 +294,7 @@ impl Platform {
             identity,
             config,
             host,
+            containers,
         } = parts;
         let services = Services::new(ServicesConfig {
             registry: registry.clone(),
@@ -285,6 +302,7 @@ impl Platform {
             gateway: shared.gateway,
             metering: shared.metering,
             tools: platform_tools(),
+            app_tokens: Some(identity.issuer().clone()),
         });
         let serving = Serving::with_rooms(
             services,
@@ -292,12 +310,14 @@ impl Platform {
             config.rooms.clone(),
             crate::install_platform::for_install,
         );
+        serving.serve_images_with(Arc::new(containers.clone()));
         let heartbeats = Scheduler::new(serving.clone(), config.heartbeats.clone(), host);
         Platform(Arc::new(Composed {
             registry,
             identity,
             serving,
             heartbeats,
+            containers,
             config,
         }))
     }
@@ -322,6 +342,17 @@ impl Platform {
         &self.0.heartbeats
     }
 
+    /// The container shim.
+    pub fn containers(&self) -> &Containers {
+        &self.0.containers
+    }
+
+    /// Tells the capabilities that need it where this host's platform answers (the
+    /// containers' way back to the platform).
+    pub fn listening_at(&self, address: std::net::SocketAddr) {
+        self.0.containers.listening_at(address);
+    }
+
     /// The configuration the platform was built from.
     pub fn config(&self) -> &PlatformConfig {
         &self.0.config
@@ -329,7 +360,7 @@ impl Platform {
 
     /// The capabilities' background jobs, in the order they start (they stop in the reverse
     /// order): the named schedules, the rooms' listener of the other hosts' posts, the
-    /// heartbeat scheduler.
+    /// heartbeat scheduler, the containers' upkeep.
     pub fn jobs(&self) -> Vec<Box<dyn Job>> {
         vec![
             Box::new(crate::serving::Schedules(self.0.serving.clone())),
@@ -337,6 +368,7 @@ impl Platform {
                 self.0.serving.rooms().clone(),
             )),
             Box::new(crate::heartbeats::Heartbeats(self.0.heartbeats.clone())),
+            Box::new(crate::containers::Upkeep(self.0.containers.clone())),
         ]
     }
 

@@ -249,4 +249,19 @@ impl Platform for InstallPlatform {
     fn public_callback_url(&self, _call: &CallInfo, path: &str) -> String {
         crate::serving::routes::public_route_path(&self.app_slug, &self.tenant, path)
     }
+
+    fn callback_token(&self, call: &CallInfo) -> Result<String, String> {
+        self.services()
+            .app_token(&crate::identity::app_token::AppToken {
+                org_id: self.tenant.org_id.clone(),
+                tenant_id: self.tenant.tenant_id.clone(),
+                user_id: self.tenant.user_id.clone(),
+                app_slug: self.app_slug.clone(),
+                version: call.app_version.clone(),
+                call_id: call.call_id.clone(),
+                chain_depth: call.chain_depth,
+                visited_agents: call.visited_agents.clone(),
+                public_route: call.public_route,
+            })
+    }
 }

@@ -34,6 +34,9 @@
 //!   maps to a status and body once.
 //! - [`heartbeats`] and [`visions`]: the agents' background routines and long goals, run by
 //!   the heartbeat scheduler.
+//! - [`containers`]: the compatibility shim, container-image apps served through the
+//!   runtime's external apps (runc on this host, or an address the operator registered), and
+//!   their calls back to the platform (`/api/mcp/...`) through the runtime's imports.
 
 pub use atrium_archive as archive;
 pub use composition::{Platform, PlatformConfig, PlatformParts, Shared};
@@ -45,6 +48,7 @@ mod cancel;
 mod chat;
 pub mod commitments;
 pub mod composition;
+pub mod containers;
 pub mod conversations;
 pub mod events;
 pub mod fields;

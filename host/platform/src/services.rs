@@ -31,6 +31,9 @@ pub struct ServicesConfig {
     pub metering: Option<atrium_store::Metering>,
     /// The platform tools (`composition::platform_tools`).
     pub tools: Catalogue,
+    /// The signer of the `APP_MCP_TOKEN` each call into an app outside the runtime carries;
+    /// none on a host that runs components only.
+    pub app_tokens: Option<crate::identity::TokenIssuer>,
 }
 
 /// The platform's services; cloning shares them.
@@ -44,6 +47,7 @@ struct Inner {
     retrieval: Option<Arc<atrium_retrieval::Retrieval>>,
     chat: Option<Chat>,
     tools: Catalogue,
+    app_tokens: Option<crate::identity::TokenIssuer>,
 }
 
 impl std::fmt::Debug for Services {
@@ -70,6 +74,7 @@ impl Services {
                 retrieval: config.retrieval,
                 chat,
                 tools: config.tools,
+                app_tokens: config.app_tokens,
             }),
         }
     }
@@ -83,6 +88,22 @@ impl Services {
     /// The chat gateway and its metering, when the host has providers.
     pub(crate) fn chat(&self) -> Option<&Chat> {
         self.inner.chat.as_ref()
+    }
+
+    /// The `APP_MCP_TOKEN` of `token`'s call, valid for
+    /// [`crate::identity::app_token::APP_TOKEN_TTL`].
+    ///
+    /// # Errors
+    ///
+    /// The host issues none, or signing failed.
+    pub fn app_token(
+        &self,
+        token: &crate::identity::app_token::AppToken,
+    ) -> Result<String, String> {
+        let Some(issuer) = &self.inner.app_tokens else {
+            return Err("this host issues no app tokens".into());
+        };
+        issuer.issue_app_token(token, crate::identity::app_token::APP_TOKEN_TTL)
     }
 
     /// The platform tools.

@@ -202,6 +202,16 @@ impl ApiError {
         }
     }
 
+    /// 501: the host does not offer what the request needs (`not_available`).
+    pub fn not_implemented(code: &'static str, message: impl Into<String>) -> Self {
+        Self::server(StatusCode::NOT_IMPLEMENTED, code, message)
+    }
+
+    /// 502: what the request reached upstream (an app, a tool's provider) failed.
+    pub fn bad_gateway(code: &'static str, message: impl Into<String>) -> Self {
+        Self::server(StatusCode::BAD_GATEWAY, code, message)
+    }
+
     /// 404: nothing at this path, or no such resource.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(
@@ -637,6 +647,9 @@ impl From<atrium_platform::registry::RegistryError> for ApiError {
                 ApiError::unprocessable("invalid_component", Some("component"), message, None)
             }
             E::AtCapacity(message) => ApiError::unavailable("at_capacity", message).retry_after(1),
+            E::InvalidImage(message) => {
+                ApiError::unprocessable("invalid_image", Some("runtime.image"), message, None)
+            }
             E::Activation {
                 outcome,
                 message,
@@ -697,6 +710,7 @@ impl From<atrium_platform::serving::ServeError> for ApiError {
                 ApiError::server(StatusCode::GATEWAY_TIMEOUT, "deadline_exceeded", message)
             }
             C::Capacity(_) => ApiError::unavailable("at_capacity", message).retry_after(1),
+            C::Unavailable(_) => ApiError::unavailable("app_unavailable", message).retry_after(5),
             _ => ApiError::server(StatusCode::BAD_GATEWAY, "app_failed", message),
         }
     }

@@ -254,6 +254,9 @@ pub async fn serve(
     state: HostState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if let (Some(platform), Ok(address)) = (&state.platform, listener.local_addr()) {
+        platform.listening_at(address);
+    }
     state.jobs.start_all(jobs::background_jobs(&state));
     state.limiter.watch_metering(state.metering.clone());
     state.limiter.serving();

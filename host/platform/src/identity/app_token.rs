@@ -44,6 +44,9 @@ pub struct AppToken {
     pub chain_depth: u32,
     /// The agents on that call's chain.
     pub visited_agents: Vec<String>,
+    /// That call arrived on a public route: the calls back that need a caller's identity
+    /// (`team`, `apps`, `events`) are refused, as a component's are.
+    pub public_route: bool,
 }
 
 impl AppToken {
@@ -69,6 +72,8 @@ struct AppClaims {
     call: String,
     depth: u32,
     visited: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    public: bool,
     iat: u64,
     exp: u64,
 }
@@ -91,6 +96,7 @@ impl TokenIssuer {
             call: token.call_id.clone(),
             depth: token.chain_depth,
             visited: token.visited_agents.clone(),
+            public: token.public_route,
             iat: now,
             exp: now.saturating_add(ttl.as_secs()),
         };
@@ -126,6 +132,7 @@ impl TokenIssuer {
             call_id: c.call,
             chain_depth: c.depth,
             visited_agents: c.visited,
+            public_route: c.public,
         })
     }
 }
@@ -146,6 +153,7 @@ mod tests {
             call_id: "call-1".into(),
             chain_depth: 2,
             visited_agents: vec!["ledger:lead".into()],
+            public_route: false,
         }
     }
 
@@ -174,6 +182,7 @@ mod tests {
             call: "call-1".into(),
             depth: 1,
             visited: Vec::new(),
+            public: false,
             iat: now - 3_600,
             exp: now - 600,
         };

@@ -46,6 +46,11 @@ pub enum RegistryError {
     /// The component does not load in the runtime (422).
     #[error("{0}")]
     InvalidComponent(String),
+    /// A container app's image cannot be pinned to its digest at registration: the registry
+    /// refuses the host's pull credentials, has no such image, or cannot be reached (422,
+    /// naming `runtime.image`).
+    #[error("{0}")]
+    InvalidImage(String),
     /// The runtime had no free instance slot for the work (503, retry later).
     #[error("{0}")]
     AtCapacity(String),

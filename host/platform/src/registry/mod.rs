@@ -139,6 +139,9 @@ struct Inner {
     manifests: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<Manifest>>>,
     /// What the capabilities do when an install lands on a version, given by the composition.
     hooks: std::sync::OnceLock<declared::InstallHooks>,
+    /// Pins a container app's image to its digest at registration, given by the composition
+    /// when the host runs containers.
+    images: std::sync::OnceLock<atrium_containers::Images>,
 }
 
 /// The most parsed manifests kept.
@@ -186,6 +189,7 @@ impl Registry {
                 bundles_dir,
                 manifests: std::sync::Mutex::default(),
                 hooks: std::sync::OnceLock::new(),
+                images: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -291,6 +295,36 @@ impl Registry {
         Ok(AppDetail { app, versions })
     }
 
+    /// Pins the images of container apps registered from now on with `images` (the
+    /// composition's call, once, on a host that runs containers).
+    pub fn pin_images_with(&self, images: atrium_containers::Images) {
+        let _ = self.inner.images.set(images);
+    }
+
+    /// The directory the registry's files are under (the host's data directory).
+    #[must_use]
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.inner
+            .bundles_dir
+            .parent()
+            .unwrap_or(&self.inner.bundles_dir)
+    }
+
+    /// The image a version records: for a container app (no component) on a host that pins
+    /// images, `runtime.image` pinned to the digest its tag names now
+    /// (`registry/repository@sha256:...`), so that a moved tag never changes what the version
+    /// runs; else `runtime.image` as written.
+    async fn recorded_image(&self, upload: &Upload, image: &str) -> Result<String> {
+        match (&upload.component, self.inner.images.get()) {
+            (None, Some(images)) => images.pin(image).await.map_err(|e| {
+                RegistryError::InvalidImage(format!(
+                    "runtime.image `{image}` cannot be pinned to its digest: {e}"
+                ))
+            }),
+            _ => Ok(image.to_owned()),
+        }
+    }
+
     /// Registers a version of `slug` from an upload; see the module docs.
     pub async fn register(
         &self,
@@ -312,6 +346,9 @@ impl Registry {
         if let Some(component) = &upload.component {
             self.load_component(component, manifest.clone()).await?;
         }
+        let image = self
+            .recorded_image(&upload, &manifest.runtime.image)
+            .await?;
 
         let mut written = Vec::new();
         let stored = self.store_upload(&upload, &mut written).await;
@@ -338,7 +375,7 @@ impl Registry {
             &manifest_digest,
             component.as_ref(),
             build_inputs.as_deref(),
-            &manifest.runtime.image,
+            &image,
             &docs,
         );
         let templates = checked.templates;
@@ -351,7 +388,7 @@ impl Registry {
             manifest_digest: &manifest_digest,
             content_digest: &content_digest,
             component: component.as_ref().map(|f| (f.digest.as_str(), f.size)),
-            image: &manifest.runtime.image,
+            image: &image,
             templates: templates.as_ref().map(|(t, d)| (t.as_str(), d.as_str())),
             docs: &docs,
             build_inputs: recorded_inputs.as_deref(),

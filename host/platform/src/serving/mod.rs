@@ -65,9 +65,30 @@ pub struct Serving {
 /// capability, so that the core depends on none of them.
 pub type PlatformFor = fn(Serving, Actor, String, Knowledge) -> Arc<dyn atrium_runtime::Platform>;
 
+/// What serves the versions that have no component, only a container image: the composition
+/// gives the serving core the container shim ([`crate::containers::Containers`]); a serving
+/// core without it answers that it runs components only.
+pub trait Outside: Send + Sync + 'static {
+    /// Whether this host can run `app`'s `version` now (its lifecycle hooks and schedules
+    /// run only then; its calls answer why not otherwise).
+    fn runs(&self, app: &str, version: &str) -> bool;
+
+    /// The backend of the version `manifest` describes, registered with `image`.
+    fn app(
+        &self,
+        manifest: Arc<atrium_manifest::Manifest>,
+        image: String,
+    ) -> Arc<dyn atrium_runtime::External>;
+}
+
+/// The serving core's handle on [`Outside`].
+pub type OutsideFor = Arc<dyn Outside>;
+
 struct Inner {
     services: Services,
     platform_for: PlatformFor,
+    /// The backend of container-image versions, given by the composition.
+    outside: std::sync::OnceLock<OutsideFor>,
     /// The room streams of this host.
     rooms: Arc<crate::room_streams::RoomHub>,
     registry: Registry,
@@ -139,10 +160,27 @@ impl Serving {
                 registry,
                 services,
                 platform_for,
+                outside: std::sync::OnceLock::new(),
                 capacity: capacity.max(1),
                 loaded: Mutex::default(),
             }),
         }
+    }
+
+    /// Serves container-image versions with `outside` (once; the composition's call).
+    pub fn serve_images_with(&self, outside: OutsideFor) {
+        let _ = self.inner.outside.set(outside);
+    }
+
+    /// Whether this host runs `version`: a component, or a container image the backend the
+    /// composition gave for images can run now.
+    pub fn runs(&self, version: &atrium_store::AppVersion) -> bool {
+        version.component_digest.is_some()
+            || self
+                .inner
+                .outside
+                .get()
+                .is_some_and(|o| o.runs(&version.app_slug, &version.version))
     }
 
     /// The services the calls reach.
@@ -219,13 +257,18 @@ impl Serving {
             .ok_or_else(|| {
                 RegistryError::NotFound(format!("version {version} of `{slug}` is not registered"))
             })?;
-        let Some(digest) = stored.component_digest else {
-            return Err(RegistryError::NotFound(format!(
-                "`{slug}` {version} is a container-image app; this host runs components only"
-            )));
-        };
         let manifest = atrium_manifest::parse(&stored.manifest_source)
             .map_err(|e| RegistryError::internal("a stored manifest no longer validates", &e))?;
+        let Some(digest) = stored.component_digest else {
+            let Some(outside) = self.inner.outside.get() else {
+                return Err(RegistryError::NotFound(format!(
+                    "`{slug}` {version} is a container-image app; this host runs components only"
+                )));
+            };
+            let manifest = Arc::new(manifest);
+            let backend = outside.app(manifest.clone(), stored.image);
+            return Ok(App::external(&self.inner.runtime, manifest, backend));
+        };
         let bytes = registry.artifacts().get(&digest).await?;
         let runtime = self.inner.runtime.clone();
         tokio::task::spawn_blocking(move || runtime.load(&bytes, manifest))
@@ -386,7 +429,7 @@ impl Serving {
         Ok(changed)
     }
 
-    /// Runs `on_install` after the first activation of a component app that declares it (the
+    /// Runs `on_install` after the first activation of an app that declares it (the
     /// activation itself proposed the event wires and created the visions its version declares:
     /// `Registry::activate`). When the hook fails the activation is undone (the install
     /// removed) and the error returned.
@@ -440,7 +483,8 @@ impl Serving {
         Ok(())
     }
 
-    /// The loaded app of an install when it is a component app whose manifest sets `flag`.
+    /// The loaded app of an install when this host runs its version and its manifest sets
+    /// `flag`.
     async fn hook_app(
         &self,
         install: &Install,
@@ -452,7 +496,7 @@ impl Serving {
             .store()
             .version(&install.app_slug, &install.version)
             .await?;
-        if stored.as_ref().is_none_or(|v| v.component_digest.is_none()) {
+        if !stored.as_ref().is_some_and(|v| self.runs(v)) {
             return Ok(None);
         }
         let app = self.app(&install.app_slug, &install.version).await?;

@@ -99,7 +99,7 @@ impl Serving {
                 Entry::Vacant(slot) => {
                     let stored = store.version(&install.app_slug, &install.version).await?;
                     let declared = stored
-                        .filter(|v| v.component_digest.is_some())
+                        .filter(|v| self.runs(v))
                         .and_then(|v| atrium_manifest::parse(&v.manifest_source).ok())
                         .map(|m| m.lifecycle.schedules)
                         .unwrap_or_default();

@@ -134,7 +134,8 @@ pub struct VersionView {
     pub build_result: String,
     /// `component` or `image`.
     pub kind: String,
-    /// The manifest's `runtime.image`.
+    /// The manifest's `runtime.image`; for a container app registered on a host that runs
+    /// containers, pinned to the digest its tag named then (`registry/repository@sha256:...`).
     pub image: String,
     /// The component's digest, for a component app.
     pub component_digest: Option<String>,

@@ -308,6 +308,7 @@ async fn wires_gate_events_that_fan_out_to_every_subscriber() {
                     call_id: "call-1".into(),
                     chain_depth: 0,
                     visited_agents: Vec::new(),
+                    public_route: false,
                 },
                 atrium_platform::identity::app_token::APP_TOKEN_TTL,
             )

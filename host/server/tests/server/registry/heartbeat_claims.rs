@@ -71,6 +71,7 @@ async fn three_hosts_claim_each_due_run_once_and_a_dead_host_leaves_nothing_stuc
                     gateway: None,
                     metering: None,
                     tools: atrium_platform::composition::platform_tools(),
+                    app_tokens: None,
                 },
             );
             let config = HeartbeatsConfig {

@@ -220,6 +220,23 @@ impl Shop {
             ("POST", "/api/mcp/rooms-post") => {
                 json(json!({"room_id": self.room, "content": "hi", "from_agent": "lead"}))
             }
+            ("POST", "/api/mcp/tools-call") => {
+                json(json!({"name": "records.query", "args": {"record_type": "note"}}))
+            }
+            ("POST", "/api/mcp/secrets-get") => json(json!({"key": "API_KEY"})),
+            ("POST", "/api/mcp/config") => json(json!({})),
+            ("POST", "/api/mcp/apps-invoke") => {
+                json(json!({"app": self.other_app, "agent": "lead", "prompt": "p"}))
+            }
+            ("POST", "/api/mcp/apps-fetch") => {
+                json(json!({"app": self.other_app, "path": "/open"}))
+            }
+            ("POST", "/api/mcp/events-emit") => json(json!({"name": "probe_event"})),
+            ("POST", "/api/mcp/agent-ask") => json(json!({"prompt": "p"})),
+            ("POST", "/api/mcp/commitments-add") => {
+                json(json!({"title": "t", "content": "c", "from_agent": "lead"}))
+            }
+            ("POST", "/api/mcp/public-url") => json(json!({"path": "/open"})),
             ("POST", "/api/dev/preflight") => json(json!({"manifest": "apiVersion: platform/v2"})),
             ("POST", "/api/dev/apps/{slug}/versions") => Send::Register,
             ("POST", "/api/dev/apps/{slug}/versions/{version}/defaults/templates") => {

@@ -10,6 +10,7 @@ mod at_rest;
 mod bundles;
 mod cancel;
 mod commitments;
+mod containers;
 mod conversations;
 mod events;
 mod grants;
@@ -60,6 +61,9 @@ pub(super) struct Host {
     /// The host's heartbeat scheduler; its job ticks once an hour, so the tests tick it with
     /// the clock they choose.
     pub(super) scheduler: atrium_platform::heartbeats::Scheduler,
+    /// The host's container shim (its upkeep runs every ten seconds; the tests run it when
+    /// they choose).
+    pub(super) containers: atrium_platform::containers::Containers,
 }
 
 impl std::ops::Deref for Host {
@@ -85,11 +89,40 @@ impl Host {
         .await
     }
 
-    /// A host whose artifacts go to `artifacts`, with rooms configured as `rooms` says.
+    /// A host whose artifacts go to `artifacts`, with rooms configured as `rooms` says (and
+    /// the container shim off: the tests of container apps start hosts that run them,
+    /// [`Host::start_with_containers`]).
     pub(super) async fn start_configured(
         store: &Store,
         artifacts: Option<Artifacts>,
         rooms: atrium_platform::rooms::RoomsConfig,
+    ) -> Host {
+        let containers = atrium_platform::containers::ContainersConfig {
+            enabled: false,
+            ..atrium_platform::containers::ContainersConfig::default()
+        };
+        Self::start_full(store, artifacts, rooms, containers).await
+    }
+
+    /// A host that runs container apps as `containers` says.
+    pub(super) async fn start_with_containers(
+        store: &Store,
+        containers: atrium_platform::containers::ContainersConfig,
+    ) -> Host {
+        Self::start_full(
+            store,
+            None,
+            atrium_platform::rooms::RoomsConfig::default(),
+            containers,
+        )
+        .await
+    }
+
+    async fn start_full(
+        store: &Store,
+        artifacts: Option<Artifacts>,
+        rooms: atrium_platform::rooms::RoomsConfig,
+        containers: atrium_platform::containers::ContainersConfig,
     ) -> Host {
         let data = tempfile::tempdir().unwrap();
         let dir = data.path();
@@ -114,6 +147,7 @@ impl Host {
                 tick: Duration::from_secs(3600),
                 ..atrium_platform::heartbeats::HeartbeatsConfig::default()
             },
+            containers,
             ..atrium_platform::PlatformConfig::default()
         };
         let state = atrium_server::HostState::new(store.clone(), gateway)
@@ -124,9 +158,11 @@ impl Host {
         let platform = state.platform.clone().unwrap();
         let serving = platform.serving().clone();
         let scheduler = platform.heartbeats().clone();
+        let containers = platform.containers().clone();
         Host {
             serving,
             scheduler,
+            containers,
             http: crate::host::Host::start(state).await,
             store: store.clone(),
             data,
@@ -162,6 +198,7 @@ impl Host {
                     call_id: "call-test".into(),
                     chain_depth: depth,
                     visited_agents: visited.iter().map(|v| (*v).to_owned()).collect(),
+                    public_route: false,
                 },
                 APP_TOKEN_TTL,
             )

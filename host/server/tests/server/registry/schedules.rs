@@ -77,6 +77,7 @@ async fn each_due_schedule_runs_once_across_two_hosts() {
                     gateway: None,
                     metering: None,
                     tools: atrium_platform::composition::platform_tools(),
+                    app_tokens: None,
                 },
             );
             hosts.push((
