@@ -277,7 +277,7 @@ pub fn runtime_spec(run: &RunSpec) -> Result<Spec, String> {
         .map_err(e)?;
     let defaults = oci_spec::runtime::Linux::default();
     let linux = LinuxBuilder::default()
-        .uid_mappings(vec![mapping.clone()])
+        .uid_mappings(vec![mapping])
         .gid_mappings(vec![mapping])
         .namespaces(namespaces)
         .resources(resources)

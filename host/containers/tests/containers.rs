@@ -101,22 +101,6 @@ async fn get_when_up(container: &atrium_containers::Container, path: &str) -> St
     }
 }
 
-/// What the container wrote, once it contains `marker`.
-async fn output_with(container: &atrium_containers::Container, marker: &str) -> String {
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let said = container.output(1 << 16).await;
-        if said.contains(marker) {
-            return said;
-        }
-        assert!(
-            Instant::now() < until,
-            "the container never wrote `{marker}`; it said: {said}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 fn rootfs_entries(store: &Path) -> usize {
     std::fs::read_dir(store.join("rootfs"))
         .map(|d| d.count())

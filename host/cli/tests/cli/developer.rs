@@ -55,6 +55,9 @@ pub(crate) fn platform() -> &'static Platform {
             &["serve", "--addr", "127.0.0.1:0", "--data-dir", &data],
             &[],
         ));
+        // Never waited for: it outlives the test process on purpose (it is its last word),
+        // and init reaps it.
+        #[allow(clippy::zombie_processes)]
         let mut watcher = Command::new("sh")
             .args([
                 "-c",

@@ -68,7 +68,7 @@ impl Runtime {
             inner: Arc::new(AppInner {
                 runtime: inner.clone(),
                 manifest,
-                code: Code::Component(Component {
+                code: Code::Component(Box::new(Component {
                     pre,
                     handlers,
                     http,
@@ -76,7 +76,7 @@ impl Runtime {
                     env,
                     cache: compiled.outcome,
                     preinitialized: compiled.preinitialized,
-                }),
+                })),
                 verified: tokio::sync::OnceCell::new(),
             }),
         })

@@ -52,7 +52,7 @@ struct AppInner {
 /// What runs the app's calls.
 enum Code {
     /// A component, in this runtime.
-    Component(Component),
+    Component(Box<Component>),
     /// Something outside it (a container behind the compatibility shim).
     External(Arc<dyn External>),
 }
@@ -81,7 +81,7 @@ impl App {
 
     fn component(&self) -> Option<&Component> {
         match &self.inner.code {
-            Code::Component(component) => Some(component),
+            Code::Component(component) => Some(component.as_ref()),
             Code::External(_) => None,
         }
     }
