@@ -234,6 +234,7 @@ fn sigterm_answers_the_requests_in_flight_then_stops_the_jobs_in_order() {
         stopped,
         [
             "upkeep",
+            "containers",
             "heartbeats",
             "room-listener",
             "schedules",

@@ -313,15 +313,35 @@ impl Registry {
     /// The image a version records: for a container app (no component) on a host that pins
     /// images, `runtime.image` pinned to the digest its tag names now
     /// (`registry/repository@sha256:...`), so that a moved tag never changes what the version
-    /// runs; else `runtime.image` as written.
-    async fn recorded_image(&self, upload: &Upload, image: &str) -> Result<String> {
-        match (&upload.component, self.inner.images.get()) {
-            (None, Some(images)) => images.pin(image).await.map_err(|e| {
-                RegistryError::InvalidImage(format!(
-                    "runtime.image `{image}` cannot be pinned to its digest: {e}"
-                ))
-            }),
-            _ => Ok(image.to_owned()),
+    /// runs; else `runtime.image` as written. A registry that refuses the host's credentials,
+    /// has no such image or sends a manifest that is not what it says refuses the
+    /// registration; one that cannot be reached does not: the tag is kept, with a warning,
+    /// and pinned when a host first runs the version.
+    async fn recorded_image(
+        &self,
+        upload: &Upload,
+        image: &str,
+    ) -> Result<(String, Option<Finding>)> {
+        let (None, Some(images)) = (&upload.component, self.inner.images.get()) else {
+            return Ok((image.to_owned(), None));
+        };
+        match images.pin(image).await {
+            Ok(pinned) => Ok((pinned, None)),
+            Err(e @ atrium_containers::ImageError::Registry { .. }) => {
+                let warning = Finding::plain(
+                    &upload.manifest_file,
+                    Severity::Warning,
+                    Code::InvalidValue,
+                    "runtime.image",
+                    format!(
+                        "the registry of `{image}` could not be reached, so the tag is not pinned to its digest yet: a host pins it when it first runs the version ({e})"
+                    ),
+                );
+                Ok((image.to_owned(), Some(warning)))
+            }
+            Err(e) => Err(RegistryError::InvalidImage(format!(
+                "runtime.image `{image}` cannot be pinned to its digest: {e}"
+            ))),
         }
     }
 
@@ -346,7 +366,7 @@ impl Registry {
         if let Some(component) = &upload.component {
             self.load_component(component, manifest.clone()).await?;
         }
-        let image = self
+        let (image, unpinned) = self
             .recorded_image(&upload, &manifest.runtime.image)
             .await?;
 
@@ -425,7 +445,7 @@ impl Registry {
             app,
             version,
             created: matches!(registered, Registered::Created { .. }),
-            warnings: checked.warnings,
+            warnings: checked.warnings.into_iter().chain(unpinned).collect(),
         })
     }
 
