@@ -21,6 +21,7 @@
 //!   only its loopback: the app's port as the host reaches it, the egress proxy that lets only
 //!   `network.egress_hosts` through, and the way to the platform.
 
+mod credentials;
 pub mod exchange;
 pub mod image;
 mod netns;

@@ -18,7 +18,12 @@
 //! What the host says to a container and reads back is [`protocol`]; docs/wit.md, "The
 //! container protocol", is its reference.
 
+mod backend;
+mod config;
 pub mod protocol;
+
+pub use backend::ContainerApp;
+pub use config::*;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -29,29 +34,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use atrium_containers::{Credentials, IdShift, Images, Launch, PullConfig, Runc};
 use atrium_manifest::Manifest;
-use atrium_runtime::{CallError, External, HandlerCall, HandlerReply, Invocation, RouteResponse};
+use atrium_runtime::{CallError, External};
 use bytes::Bytes;
 
-/// `off` turns the shim off (container apps answer 503); anything else, or unset, runs them.
-pub const CONTAINERS_ENV: &str = "ATRIUM_CONTAINERS";
-/// The `runc` binary (default `/usr/sbin/runc`, then `runc` on `PATH`).
-pub const RUNC_ENV: &str = "ATRIUM_RUNC";
-/// Where images, bundles and runc's state live (default `<data dir>/containers`); every
-/// directory above it must be traversable by the containers' users.
-pub const DIR_ENV: &str = "ATRIUM_CONTAINER_DIR";
-/// Containers the operator runs: `app=host:port` or `app@version=host:port`, comma-separated.
-pub const URLS_ENV: &str = "ATRIUM_CONTAINER_URLS";
-/// Seconds a container stays up without a call (default 600).
-pub const IDLE_ENV: &str = "ATRIUM_CONTAINER_IDLE_SECS";
-/// A Docker client `config.json` with pull credentials per registry.
-pub const AUTH_FILE_ENV: &str = "ATRIUM_REGISTRY_AUTH_FILE";
-/// Registries (`host:port`) pulled from over plain HTTP, comma-separated.
-pub const INSECURE_ENV: &str = "ATRIUM_INSECURE_REGISTRIES";
-/// The host uid and gid of a container's root (default 100000; 65536 ids from there).
-pub const UID_BASE_ENV: &str = "ATRIUM_CONTAINER_UID_BASE";
-
-/// How many ids each container's user namespace maps.
-const ID_RANGE: u32 = 65_536;
 /// How long a container may take to answer `/health` after it starts.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a health probe may take.
@@ -64,142 +49,6 @@ const MAX_MANIFEST_BYTES: usize = 1 << 20;
 const PIDS: i64 = 512;
 /// The size of a container's `/tmp`.
 const TMPFS_MB: u32 = 64;
-
-/// A container the operator runs for an app (all its versions, or one).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlEntry {
-    /// The app.
-    pub app: String,
-    /// Its version, or every version.
-    pub version: Option<String>,
-    /// `host:port` it answers on (plain HTTP).
-    pub authority: String,
-}
-
-/// The shim's configuration ([`ContainersConfig::from_env`]).
-#[derive(Debug, Clone)]
-pub struct ContainersConfig {
-    /// Whether the host runs container apps at all.
-    pub enabled: bool,
-    /// The `runc` binary.
-    pub runc: Option<PathBuf>,
-    /// Where images, bundles and state live (default under the data directory).
-    pub dir: Option<PathBuf>,
-    /// Containers the operator runs.
-    pub urls: Vec<UrlEntry>,
-    /// How long a container stays up without a call.
-    pub idle: Duration,
-    /// Pull credentials.
-    pub credentials: Option<PathBuf>,
-    /// Registries spoken to over plain HTTP.
-    pub insecure: Vec<String>,
-    /// The host id of a container's root.
-    pub uid_base: u32,
-}
-
-impl Default for ContainersConfig {
-    fn default() -> Self {
-        ContainersConfig {
-            enabled: true,
-            runc: None,
-            dir: None,
-            urls: Vec::new(),
-            idle: Duration::from_secs(600),
-            credentials: None,
-            insecure: Vec::new(),
-            uid_base: 100_000,
-        }
-    }
-}
-
-fn list(text: &str) -> impl Iterator<Item = &str> {
-    text.split(',').map(str::trim).filter(|s| !s.is_empty())
-}
-
-impl ContainersConfig {
-    /// The configuration the variables in `get` set; an error names the variable.
-    ///
-    /// # Errors
-    ///
-    /// A value that does not parse.
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let mut config = ContainersConfig::default();
-        if let Some(v) = get(CONTAINERS_ENV) {
-            config.enabled = match v.as_str() {
-                "off" | "0" | "false" => false,
-                "on" | "1" | "true" => true,
-                other => {
-                    return Err(format!(
-                        "{CONTAINERS_ENV} must be `on` or `off`, not `{other}`"
-                    ));
-                }
-            };
-        }
-        config.runc = get(RUNC_ENV).map(PathBuf::from);
-        config.dir = get(DIR_ENV).map(PathBuf::from);
-        if let Some(v) = get(URLS_ENV) {
-            for entry in list(&v) {
-                let (app, authority) = entry.split_once('=').ok_or_else(|| {
-                    format!(
-                        "{URLS_ENV}: `{entry}` is not `app=host:port` or `app@version=host:port`"
-                    )
-                })?;
-                let (app, version) = match app.split_once('@') {
-                    Some((a, v)) => (a, Some(v.to_owned())),
-                    None => (app, None),
-                };
-                let authority = authority
-                    .trim_start_matches("http://")
-                    .trim_end_matches('/');
-                if !atrium_manifest::rules::is_app_slug(app) || !authority.contains(':') {
-                    return Err(format!(
-                        "{URLS_ENV}: `{entry}` names no app slug and `host:port` (plain HTTP)"
-                    ));
-                }
-                config.urls.push(UrlEntry {
-                    app: app.to_owned(),
-                    version,
-                    authority: authority.to_owned(),
-                });
-            }
-        }
-        if let Some(v) = get(IDLE_ENV) {
-            let secs: u64 = v
-                .parse()
-                .ok()
-                .filter(|s| (1..=86_400).contains(s))
-                .ok_or_else(|| format!("{IDLE_ENV} must be 1 to 86400 seconds, not `{v}`"))?;
-            config.idle = Duration::from_secs(secs);
-        }
-        config.credentials = get(AUTH_FILE_ENV).map(PathBuf::from);
-        if let Some(v) = get(INSECURE_ENV) {
-            config.insecure = list(&v).map(str::to_owned).collect();
-        }
-        if let Some(v) = get(UID_BASE_ENV) {
-            config.uid_base = v
-                .parse()
-                .ok()
-                .filter(|b| *b >= 1000 && u32::MAX - b >= ID_RANGE)
-                .ok_or_else(|| format!("{UID_BASE_ENV} must be a uid from 1000, not `{v}`"))?;
-        }
-        Ok(config)
-    }
-
-    /// The operator's container for `app` at `version`, if any.
-    fn url_of(&self, app: &str, version: &str) -> Option<&str> {
-        let exact = self
-            .urls
-            .iter()
-            .find(|u| u.app == app && u.version.as_deref() == Some(version));
-        exact
-            .or_else(|| {
-                self.urls
-                    .iter()
-                    .find(|u| u.app == app && u.version.is_none())
-            })
-            .map(|u| u.authority.as_str())
-    }
-}
 
 /// What runs a version's container.
 #[derive(Debug)]
@@ -907,197 +756,9 @@ async fn probe(
         })
 }
 
-/// The backend of one container app's version.
-pub struct ContainerApp {
-    containers: Containers,
-    key: VersionKey,
-    image: String,
-    manifest: Arc<Manifest>,
-}
-
-/// Request headers a route's caller sent that the app never sees: the caller's credentials
-/// and what belongs to one hop.
-const STRIPPED: &[&str] = &[
-    "authorization",
-    "cookie",
-    "proxy-authorization",
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "upgrade",
-    "te",
-    "trailer",
-    protocol::HEADER_TENANT,
-    protocol::HEADER_CALL,
-    protocol::HEADER_VERSION,
-    protocol::HEADER_PUBLIC,
-    protocol::HEADER_APP_TOKEN,
-    atrium_runtime::HEADER_CHAIN_DEPTH,
-    atrium_runtime::HEADER_VISITED_AGENTS,
-];
-
-impl ContainerApp {
-    fn call_headers(
-        &self,
-        inv: &Invocation,
-        headers: &mut http::HeaderMap,
-    ) -> Result<(), CallError> {
-        let info = inv.info(&self.manifest);
-        let token = inv
-            .platform
-            .callback_token(&info)
-            .map_err(|e| CallError::Internal(format!("no APP_MCP_TOKEN for the call: {e}")))?;
-        for (name, value) in protocol::call_headers(&info, &token) {
-            let value = http::HeaderValue::from_str(&value).map_err(|_| {
-                CallError::Internal(format!("the call's {name} is not a header value"))
-            })?;
-            headers.insert(name, value);
-        }
-        Ok(())
-    }
-
-    async fn send(
-        &self,
-        running: &Arc<Running>,
-        request: http::Request<Bytes>,
-        max_bytes: usize,
-    ) -> Result<http::Response<Bytes>, CallError> {
-        match running.send(request, max_bytes).await {
-            Ok(response) => Ok(response),
-            Err(atrium_containers::ExchangeError::TooLarge(limit)) => Err(CallError::TooLarge {
-                what: "result",
-                limit,
-            }),
-            Err(e) => {
-                let (slug, version) = &self.key;
-                let error = if running.alive().await {
-                    CallError::Unavailable(format!(
-                        "the container of `{slug}` {version} did not answer: {e}"
-                    ))
-                } else {
-                    CallError::Failed(format!(
-                        "the container of `{slug}` {version} stopped during the call (for example killed at its memory limit of {} MiB); it said: {}",
-                        self.manifest.runtime.resources.memory_mb,
-                        running.said().await.trim()
-                    ))
-                };
-                self.containers.lost(self, running).await;
-                Err(error)
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl External for ContainerApp {
-    async fn ready(&self) -> Result<(), CallError> {
-        self.containers.ensure(self).await.map(drop)
-    }
-
-    async fn handle(
-        &self,
-        inv: &Invocation,
-        call: HandlerCall,
-        max_bytes: usize,
-    ) -> Result<HandlerReply, CallError> {
-        let running = self.containers.ensure(self).await?;
-        let answers_json = call.answers_json();
-        let (path, body) = protocol::request_of(call)?;
-        let mut request = http::Request::post(path)
-            .header(http::header::HOST, "app")
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Bytes::from(body.to_string()))
-            .map_err(|e| CallError::Internal(e.to_string()))?;
-        self.call_headers(inv, request.headers_mut())?;
-        let response = self.send(&running, request, max_bytes).await?;
-        protocol::reply_of(path, answers_json, response.status(), response.body())
-    }
-
-    async fn route(
-        &self,
-        inv: &Invocation,
-        request: http::Request<Bytes>,
-        max_bytes: usize,
-    ) -> Result<RouteResponse, CallError> {
-        let running = self.containers.ensure(self).await?;
-        let (mut parts, body) = request.into_parts();
-        let prefix = if inv.public_route {
-            "/public"
-        } else {
-            "/route"
-        };
-        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        parts.uri = format!("{prefix}{path}")
-            .parse()
-            .map_err(|e| CallError::InvalidInput(format!("invalid request path: {e}")))?;
-        for name in STRIPPED {
-            parts.headers.remove(*name);
-        }
-        parts
-            .headers
-            .insert(http::header::HOST, http::HeaderValue::from_static("app"));
-        self.call_headers(inv, &mut parts.headers)?;
-        let response = self
-            .send(&running, http::Request::from_parts(parts, body), max_bytes)
-            .await
-            .map_err(|e| match e {
-                CallError::TooLarge { limit, .. } => CallError::TooLarge {
-                    what: "response body",
-                    limit,
-                },
-                other => other,
-            })?;
-        Ok(response)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        }
-    }
-
-    #[test]
-    fn the_configuration_names_the_variable_it_cannot_read() {
-        let config = ContainersConfig::from_env(vars(&[
-            (
-                URLS_ENV,
-                "invoice-desk=desk.apps.svc:8080, ledger@1.2.0=http://ledger:80/",
-            ),
-            (IDLE_ENV, "30"),
-            (INSECURE_ENV, "127.0.0.1:5000"),
-        ]))
-        .unwrap();
-        assert_eq!(
-            config.url_of("invoice-desk", "2.0.0"),
-            Some("desk.apps.svc:8080")
-        );
-        assert_eq!(config.url_of("ledger", "1.2.0"), Some("ledger:80"));
-        assert_eq!(config.url_of("ledger", "1.3.0"), None);
-        assert_eq!(config.idle, Duration::from_secs(30));
-        assert_eq!(config.insecure, vec!["127.0.0.1:5000".to_owned()]);
-        for (name, value) in [
-            (CONTAINERS_ENV, "maybe"),
-            (URLS_ENV, "no-equals"),
-            (URLS_ENV, "Bad_Slug=host:1"),
-            (IDLE_ENV, "0"),
-            (UID_BASE_ENV, "10"),
-        ] {
-            let error = ContainersConfig::from_env(vars(&[(name, value)])).unwrap_err();
-            assert!(error.contains(name), "{name}={value}: {error}");
-        }
-    }
 
     #[test]
     fn a_container_id_is_what_runc_accepts() {
